@@ -1,0 +1,127 @@
+"""The replay agent: serves pre-written artifacts from a directory.
+
+Layout of a replay directory::
+
+    replay.yaml                      # optional: usage per role, and a script
+    <component>/interface.json       # served to the contract author
+    <component>/tests/...            # served to the test author
+    <component>/src/...              # served to the code author or integrator
+
+``replay.yaml`` may script, per component, phase and attempt, a different
+outcome: ``{files: <dir>}`` serves that directory instead (relative to the
+replay directory, laid out like a component directory), ``{transient: msg}``
+and ``{permanent: msg}`` raise the matching agent error, ``{latency_s: x}``
+sleeps first. It drives the demo and the end-to-end tests deterministically.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pact_workers.agents.base import AgentOutput, AgentRequest
+from pact_workers.errors import InputError, PermanentAgentError, TransientAgentError
+from pact_workers.models.work import Phase, Usage
+from pact_workers.sandbox.base import safe_relpath
+
+
+class ReplayStep(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    files: str | None = None
+    transient: str | None = None
+    permanent: str | None = None
+    latency_s: float = Field(default=0.0, ge=0)
+    usage: Usage | None = None
+
+
+class ReplayScript(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    usage: dict[str, Usage] = Field(default_factory=dict)
+    latency_s: dict[str, float] = Field(default_factory=dict)
+    script: dict[str, dict[Phase, dict[int, ReplayStep]]] = Field(default_factory=dict)
+
+
+#: Where each phase's output lives inside a component directory.
+PHASE_SOURCES: dict[Phase, str] = {
+    Phase.CONTRACT: "interface.json",
+    Phase.TEST: "tests",
+    Phase.IMPLEMENT: "src",
+    Phase.INTEGRATE: "src",
+}
+
+
+def load_replay_script(directory: Path) -> ReplayScript:
+    path = directory / "replay.yaml"
+    if not path.exists():
+        return ReplayScript()
+    try:
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return ReplayScript.model_validate(data)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot be parsed: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise InputError(f"{path}: {problems}") from exc
+
+
+class ReplayAgent:
+    """Serves each component's artifacts from ``directory``; see the module docstring."""
+
+    name = "replay"
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+        if not self.directory.is_dir():
+            raise InputError(f"replay directory {self.directory} does not exist")
+        self.script = load_replay_script(self.directory)
+        self.calls: list[AgentRequest] = []
+        self._lock = threading.Lock()
+
+    def produce(self, request: AgentRequest) -> AgentOutput:
+        with self._lock:
+            self.calls.append(request)
+        step = (
+            self.script.script.get(request.component_id, {})
+            .get(request.phase, {})
+            .get(request.attempt, ReplayStep())
+        )
+        delay = step.latency_s or self.script.latency_s.get(request.role.value, 0.0)
+        if delay:
+            time.sleep(delay)
+        if step.transient:
+            raise TransientAgentError(step.transient)
+        if step.permanent:
+            raise PermanentAgentError(step.permanent)
+        base = self.directory / safe_relpath(step.files) if step.files else (
+            self.directory / request.component_id
+        )
+        files = self._read(base, request.phase)
+        if not files:
+            raise PermanentAgentError(
+                f"replay directory has no {PHASE_SOURCES[request.phase]} for component "
+                f"{request.component_id!r} under {base}"
+            )
+        usage = step.usage or self.script.usage.get(request.role.value, Usage())
+        return AgentOutput(files=files, usage=usage, model="replay")
+
+    @staticmethod
+    def _read(base: Path, phase: Phase) -> dict[str, bytes]:
+        source = base / PHASE_SOURCES[phase]
+        if source.is_file():
+            return {PHASE_SOURCES[phase]: source.read_bytes()}
+        if not source.is_dir():
+            return {}
+        return {
+            path.relative_to(base).as_posix(): path.read_bytes()
+            for path in sorted(source.rglob("*"))
+            if path.is_file() and "__pycache__" not in path.parts
+        }

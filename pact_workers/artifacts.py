@@ -1,0 +1,143 @@
+"""A content-addressed artifact store: blobs by sha256, bundles as manifests.
+
+A *bundle* is a set of files (workspace-relative path -> bytes). It is stored as
+one blob per file plus a manifest blob (canonical JSON of path -> digest); the
+manifest's digest names the bundle. The same bytes always get the same digest,
+so bundles can be compared, cached and shipped by name alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from pact_workers.errors import ArtifactError
+from pact_workers.sandbox.base import safe_relpath
+
+Bundle = dict[str, bytes]
+
+#: Largest single blob accepted (an agent's output should never approach it).
+MAX_BLOB_BYTES = 32 * 1024 * 1024
+
+EMPTY_BUNDLE: Bundle = {}
+
+
+def digest_bytes(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def manifest_bytes(manifest: Mapping[str, str]) -> bytes:
+    return json.dumps({"files": dict(sorted(manifest.items()))}, separators=(",", ":")).encode()
+
+
+class BlobStore(Protocol):
+    """The primitive operations every store backend provides."""
+
+    def put_blob(self, data: bytes) -> str: ...
+
+    def get_blob(self, digest: str) -> bytes: ...
+
+    def has_blob(self, digest: str) -> bool: ...
+
+
+class ArtifactStore:
+    """Bundles on top of any :class:`BlobStore`."""
+
+    def __init__(self, blobs: BlobStore) -> None:
+        self.blobs = blobs
+
+    def put_bundle(self, files: Mapping[str, bytes]) -> str:
+        manifest = {}
+        for path, data in files.items():
+            rel = safe_relpath(path)
+            if len(data) > MAX_BLOB_BYTES:
+                raise ArtifactError(
+                    f"artifact {rel!r} is {len(data)} bytes; the limit is {MAX_BLOB_BYTES}"
+                )
+            manifest[rel] = self.blobs.put_blob(data)
+        return self.blobs.put_blob(manifest_bytes(manifest))
+
+    def get_manifest(self, digest: str) -> dict[str, str]:
+        try:
+            doc = json.loads(self.blobs.get_blob(digest))
+            files = doc["files"]
+            assert isinstance(files, dict)
+        except (ValueError, KeyError, AssertionError, TypeError) as exc:
+            raise ArtifactError(f"bundle {digest}: not a bundle manifest") from exc
+        return {safe_relpath(p): d for p, d in files.items()}
+
+    def get_bundle(self, digest: str) -> Bundle:
+        return {path: self.blobs.get_blob(d) for path, d in self.get_manifest(digest).items()}
+
+
+class MemoryBlobStore:
+    """Blobs in a dict; thread-safe. For tests and single-process runs."""
+
+    def __init__(self) -> None:
+        self._blobs: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put_blob(self, data: bytes) -> str:
+        digest = digest_bytes(data)
+        with self._lock:
+            self._blobs.setdefault(digest, data)
+        return digest
+
+    def get_blob(self, digest: str) -> bytes:
+        try:
+            return self._blobs[digest]
+        except KeyError:
+            raise ArtifactError(f"artifact {digest} is not in the store") from None
+
+    def has_blob(self, digest: str) -> bool:
+        return digest in self._blobs
+
+
+class DirectoryBlobStore:
+    """Blobs as files ``<root>/<aa>/<hex>``, written atomically (temp file + rename)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def _path(self, digest: str) -> Path:
+        algo, _, hexd = digest.partition(":")
+        if algo != "sha256" or len(hexd) != 64 or not all(c in "0123456789abcdef" for c in hexd):
+            raise ArtifactError(f"malformed artifact digest {digest!r}")
+        return self.root / hexd[:2] / hexd
+
+    def put_blob(self, data: bytes) -> str:
+        digest = digest_bytes(data)
+        path = self._path(digest)
+        if path.exists():
+            return digest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return digest
+
+    def get_blob(self, digest: str) -> bytes:
+        path = self._path(digest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise ArtifactError(f"artifact {digest} is not in the store") from None
+        if digest_bytes(data) != digest:
+            raise ArtifactError(f"artifact {digest} is corrupt on disk ({path})")
+        return data
+
+    def has_blob(self, digest: str) -> bool:
+        return self._path(digest).exists()

@@ -1,0 +1,75 @@
+"""One exception tree for the whole project, rooted in :class:`PactError`.
+
+Library errors are translated at the boundary and chained (``raise X from exc``).
+A user-facing message says what was wrong, where (file, field, component) and
+what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class PactError(Exception):
+    """Base of every error raised by pact-fleet."""
+
+
+class InputError(PactError):
+    """Bad input from a user or the wire: a tree, a contract, settings, arguments.
+
+    The CLI maps it to exit code 2 and writes nothing.
+    """
+
+
+class TreeError(InputError):
+    """A decomposition tree that cannot be run."""
+
+
+class SettingsError(InputError):
+    """An invalid ``pact.yaml`` or option."""
+
+
+class ArtifactError(InputError):
+    """An artifact that is malformed, too large, or escapes its workspace."""
+
+
+class RunDirError(InputError):
+    """A project directory that is not in the state the command needs."""
+
+
+class AgentError(PactError):
+    """An agent could not produce its output."""
+
+
+class TransientAgentError(AgentError):
+    """An agent call that may succeed if tried again (network, rate limit)."""
+
+
+class PermanentAgentError(AgentError):
+    """An agent call that will fail the same way if tried again."""
+
+
+class SandboxError(PactError):
+    """A sandbox could not run a command."""
+
+
+class SandboxTimeout(SandboxError):
+    """A sandboxed command ran past its hard timeout and was killed."""
+
+
+class EnvironmentSpecError(PactError, EnvironmentError):
+    """The execution environment lacks the interpreter or a required tool."""
+
+
+class VerificationError(PactError):
+    """The harness rejected an agent's output (wrong schema, no tests, tests fail)."""
+
+
+class BudgetExceededError(PactError):
+    """A spend cap would be exceeded by dispatching more work."""
+
+
+class CycleError(TreeError):
+    """A dependency cycle; ``cycle`` lists the components in order, first repeated last."""
+
+    def __init__(self, message: str, cycle: list[str]) -> None:
+        super().__init__(message)
+        self.cycle = cycle

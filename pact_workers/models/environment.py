@@ -1,0 +1,78 @@
+"""The execution environment for agents and the test harness (seed 000, 4.4)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pact_workers.errors import EnvironmentSpecError
+
+#: Variables passed through from the parent besides PATH; secrets never are.
+PASSTHROUGH_VARS = ("HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
+
+#: PATH when ``inherit_path`` is false, after ``extra_path_dirs``.
+MINIMAL_PATH = "/usr/bin"
+
+
+class EnvironmentSpec(BaseModel):
+    """Standardised execution environment for the test harness and agents."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    python_path: str = Field(default="python3", description="Python interpreter command or path")
+    inherit_path: bool = Field(default=True, description="Inherit PATH from the parent process")
+    extra_path_dirs: list[str] = Field(default_factory=list, description="Additional PATH dirs")
+    required_tools: list[str] = Field(
+        default_factory=lambda: ["pytest"],
+        description="Tools that must be available (checked before any work)",
+    )
+    env_vars: dict[str, str] = Field(
+        default_factory=dict, description="Additional environment variables"
+    )
+
+    def path_value(self, parent_env: Mapping[str, str] | None = None) -> str:
+        """The PATH this spec gives a subprocess: extra dirs first, then parent or minimal."""
+        parent = os.environ if parent_env is None else parent_env
+        tail = parent.get("PATH", "") if self.inherit_path else MINIMAL_PATH
+        parts = [*self.extra_path_dirs, *[p for p in tail.split(os.pathsep) if p]]
+        return os.pathsep.join(dict.fromkeys(parts))
+
+    def build_env(
+        self, pythonpath: str, *, parent_env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """Build the subprocess environment.
+
+        Raises:
+            EnvironmentSpecError: the interpreter or a required tool is not found;
+                the message lists what is missing and how to fix it.
+        """
+        parent = os.environ if parent_env is None else parent_env
+        env = {k: parent[k] for k in PASSTHROUGH_VARS if k in parent}
+        env["PATH"] = self.path_value(parent)
+        env.update(self.env_vars)
+        env["PYTHONPATH"] = pythonpath
+        if self.resolve_python(env["PATH"]) is None:
+            raise EnvironmentSpecError(
+                f"python interpreter {self.python_path!r} not found on PATH "
+                f"({env['PATH']}); set environment.python_path in pact.yaml to an "
+                "absolute path, or add its directory to environment.extra_path_dirs"
+            )
+        missing = self.validate_environment(parent_env=parent)
+        if missing:
+            raise EnvironmentSpecError(
+                f"required tools not found on PATH: {', '.join(missing)}; install them "
+                "or add their directory to environment.extra_path_dirs in pact.yaml"
+            )
+        return env
+
+    def resolve_python(self, path: str | None = None) -> str | None:
+        """The absolute path of the interpreter, or None when it cannot be found."""
+        return shutil.which(self.python_path, path=path if path is not None else self.path_value())
+
+    def validate_environment(self, *, parent_env: Mapping[str, str] | None = None) -> list[str]:
+        """Return the required tools that are not available (empty: all present)."""
+        path = self.path_value(parent_env)
+        return [tool for tool in self.required_tools if shutil.which(tool, path=path) is None]

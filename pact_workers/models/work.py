@@ -1,0 +1,174 @@
+"""Work items and the messages that carry them between scheduler and workers.
+
+A work item is one (component, phase) pair; each dispatch of it is an attempt.
+Task and result messages stay small: ids, the attempt (the fencing token) and
+artifact digests. Files travel through the artifact store.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pact_workers.models.environment import EnvironmentSpec
+from pact_workers.models.testing import TestResults
+
+
+class Phase(StrEnum):
+    CONTRACT = "contract"
+    TEST = "test"
+    IMPLEMENT = "implement"
+    INTEGRATE = "integrate"
+
+
+class Role(StrEnum):
+    CONTRACT_AUTHOR = "contract_author"
+    TEST_AUTHOR = "test_author"
+    CODE_AUTHOR = "code_author"
+    INTEGRATOR = "integrator"
+    TRACE_ANALYST = "trace_analyst"
+
+
+ROLE_FOR_PHASE: dict[Phase, Role] = {
+    Phase.CONTRACT: Role.CONTRACT_AUTHOR,
+    Phase.TEST: Role.TEST_AUTHOR,
+    Phase.IMPLEMENT: Role.CODE_AUTHOR,
+    Phase.INTEGRATE: Role.INTEGRATOR,
+}
+
+
+class ItemStatus(StrEnum):
+    """Lifecycle of a work item (see DESIGN: work item lifecycle)."""
+
+    PENDING = "pending"
+    READY = "ready"
+    DISPATCHED = "dispatched"
+    RUNNING = "running"
+    VERIFYING = "verifying"
+    DONE = "done"
+    FAILED = "failed"
+    POISONED = "poisoned"
+    SUSPENDED = "suspended"
+    CANCELLED = "cancelled"
+
+
+#: Statuses an item never leaves on its own.
+TERMINAL = frozenset({ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED, ItemStatus.CANCELLED})
+#: Statuses of an item that holds a worker slot.
+IN_FLIGHT = frozenset({ItemStatus.DISPATCHED, ItemStatus.RUNNING, ItemStatus.VERIFYING})
+
+
+class ErrorClass(StrEnum):
+    """How the scheduler treats a failure (seed 000, 1.2)."""
+
+    TRANSIENT = "transient"
+    PERMANENT = "permanent"
+    SYSTEMIC = "systemic"
+
+
+class WorkItem(BaseModel):
+    """One (component, phase) pair at one attempt."""
+
+    model_config = ConfigDict(frozen=True)
+
+    component_id: str
+    phase: Phase
+    attempt: int = Field(default=1, ge=1)
+
+    @property
+    def key(self) -> tuple[str, Phase]:
+        return (self.component_id, self.phase)
+
+    @property
+    def role(self) -> Role:
+        return ROLE_FOR_PHASE[self.phase]
+
+    def __str__(self) -> str:
+        return f"{self.component_id}/{self.phase.value}#{self.attempt}"
+
+
+class Usage(BaseModel):
+    """Tokens and money one agent call spent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cost_usd: float = Field(default=0.0, ge=0.0)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+
+class FailureNote(BaseModel):
+    """What a failed attempt tells the next one: failing tests' names and messages."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int
+    summary: str
+    failing_tests: list[tuple[str, str]] = Field(default_factory=list)
+
+
+class TaskMessage(BaseModel):
+    """What a worker needs to execute one attempt of one work item."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    component_id: str
+    phase: Phase
+    attempt: int = Field(ge=1)
+    #: Bundles the agent may see, by name (``spec``, ``contract``, ``deps``...).
+    inputs: dict[str, str] = Field(default_factory=dict)
+    #: Bundles only the harness sees (the contract tests, for the code author).
+    verify_inputs: dict[str, str] = Field(default_factory=dict)
+    feedback: list[FailureNote] = Field(default_factory=list)
+    environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
+    timeout_s: float = Field(default=300.0, gt=0)
+
+    @property
+    def item(self) -> WorkItem:
+        return WorkItem(component_id=self.component_id, phase=self.phase, attempt=self.attempt)
+
+    @property
+    def role(self) -> Role:
+        return ROLE_FOR_PHASE[self.phase]
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.run_id}:{self.component_id}:{self.phase.value}:{self.attempt}"
+
+
+class ResultMessage(BaseModel):
+    """The outcome of one attempt, as the worker's harness measured it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    component_id: str
+    phase: Phase
+    attempt: int = Field(ge=1)
+    outcome: Literal["ok", "error"]
+    error_class: ErrorClass | None = None
+    error_type: str = ""
+    error: str = ""
+    #: Digest of the output bundle (present when the agent produced files).
+    output: str | None = None
+    test_results: TestResults | None = None
+    usage: Usage = Field(default_factory=Usage)
+    duration_s: float = Field(default=0.0, ge=0)
+
+    @property
+    def item(self) -> WorkItem:
+        return WorkItem(component_id=self.component_id, phase=self.phase, attempt=self.attempt)
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.run_id}:{self.component_id}:{self.phase.value}:{self.attempt}"

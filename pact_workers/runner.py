@@ -1,0 +1,144 @@
+"""The worker runtime: execute one attempt of one work item and report the result.
+
+``execute_task`` is what every executor calls, in-process or in a Celery task:
+fetch the inputs from the artifact store, run the agent, verify its output
+with the harness, store the output and return one :class:`ResultMessage`.
+It never raises: every failure becomes a classified error result, so no
+attempt is ever lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+from pact_workers.agents.base import Agent, AgentRequest
+from pact_workers.artifacts import ArtifactStore, Bundle
+from pact_workers.errors import (
+    ArtifactError,
+    EnvironmentSpecError,
+    PermanentAgentError,
+    SandboxError,
+    TransientAgentError,
+    VerificationError,
+)
+from pact_workers.models.testing import TestResults
+from pact_workers.models.work import ErrorClass, Phase, ResultMessage, TaskMessage, Usage
+from pact_workers.sandbox.base import Sandbox, safe_relpath
+from pact_workers.verify import (
+    check_implementation_files,
+    run_contract_tests,
+    verify_contract,
+    verify_test_suite,
+)
+
+log = logging.getLogger(__name__)
+
+#: ``error_type`` of a result whose output the harness rejected. The scheduler
+#: retries these with feedback, up to the item's attempt budget.
+REJECTED = "rejected"
+TESTS_FAILED = "tests_failed"
+
+
+def execute_task(
+    task: TaskMessage, *, agent: Agent, sandbox: Sandbox, store: ArtifactStore
+) -> ResultMessage:
+    """Run the agent for ``task``, verify its output, and describe what happened."""
+    started = time.monotonic()
+    usage = Usage()
+
+    def result(**fields: object) -> ResultMessage:
+        return ResultMessage(
+            run_id=task.run_id,
+            component_id=task.component_id,
+            phase=task.phase,
+            attempt=task.attempt,
+            usage=usage,
+            duration_s=time.monotonic() - started,
+            **fields,  # type: ignore[arg-type]
+        )
+
+    try:
+        inputs = {name: store.get_bundle(d) for name, d in task.inputs.items()}
+        output = agent.produce(
+            AgentRequest(
+                run_id=task.run_id,
+                component_id=task.component_id,
+                phase=task.phase,
+                role=task.role,
+                attempt=task.attempt,
+                inputs=inputs,
+                feedback=tuple(task.feedback),
+            )
+        )
+        usage = output.usage
+        files = {safe_relpath(p): d for p, d in output.files.items()}
+        test_results = _verify(task, files, sandbox=sandbox, store=store)
+        digest = store.put_bundle(files)
+    except TransientAgentError as exc:
+        return result(outcome="error", error_class=ErrorClass.TRANSIENT,
+                      error_type=type(exc).__name__, error=str(exc))
+    except PermanentAgentError as exc:
+        return result(outcome="error", error_class=ErrorClass.PERMANENT,
+                      error_type=type(exc).__name__, error=str(exc))
+    except _TestsFailed as exc:
+        return result(outcome="error", error_class=ErrorClass.PERMANENT, error_type=TESTS_FAILED,
+                      error=exc.results.summary(), test_results=exc.results)
+    except (VerificationError, ArtifactError) as exc:
+        return result(outcome="error", error_class=ErrorClass.PERMANENT, error_type=REJECTED,
+                      error=str(exc))
+    except EnvironmentSpecError as exc:
+        return result(outcome="error", error_class=ErrorClass.SYSTEMIC,
+                      error_type=type(exc).__name__, error=str(exc))
+    except (SandboxError, TimeoutError, ConnectionError, OSError) as exc:
+        return result(outcome="error", error_class=ErrorClass.TRANSIENT,
+                      error_type=type(exc).__name__, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - an attempt must always produce a result
+        log.exception("attempt %s failed unexpectedly", task.idempotency_key)
+        return result(outcome="error", error_class=ErrorClass.PERMANENT,
+                      error_type=type(exc).__name__, error=str(exc))
+    return result(outcome="ok", output=digest, test_results=test_results)
+
+
+class _TestsFailed(Exception):
+    def __init__(self, results: TestResults) -> None:
+        super().__init__(results.summary())
+        self.results = results
+
+
+def _verify(
+    task: TaskMessage, files: Bundle, *, sandbox: Sandbox, store: ArtifactStore
+) -> TestResults | None:
+    cid = task.component_id
+    if task.phase is Phase.CONTRACT:
+        verify_contract(files, cid)
+        return None
+    if task.phase is Phase.TEST:
+        verify_test_suite(files, cid)
+        return None
+    check_implementation_files(files, cid)
+    verify_inputs = {name: store.get_bundle(d) for name, d in task.verify_inputs.items()}
+    tests = verify_inputs.get("tests", {})
+    if not tests:
+        raise VerificationError(f"component {cid!r}: no contract tests to verify against")
+    implementation = _merge(verify_inputs.get("deps_src", {}), files, cid)
+    results, _ = run_contract_tests(
+        sandbox,
+        implementation=implementation,
+        tests=tests,
+        environment=task.environment,
+        timeout_s=task.timeout_s,
+    )
+    if not results.all_passed:
+        raise _TestsFailed(results)
+    return results
+
+
+def _merge(deps: Mapping[str, bytes], own: Mapping[str, bytes], cid: str) -> Bundle:
+    clash = sorted(set(deps) & set(own))
+    if clash:
+        raise VerificationError(
+            f"component {cid!r}: files {clash} are already provided by a dependency"
+        )
+    return {**deps, **own}

@@ -1,0 +1,240 @@
+"""The harness: it decides whether an agent's output is acceptable.
+
+Nothing an agent says about its own output is trusted. Contracts are parsed
+against the schema, test suites must contain tests, and implementations are
+judged by running the contract tests with pytest in a sandbox and reading the
+JUnit XML that pytest wrote.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import secrets
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from pydantic import ValidationError
+
+from pact_workers.errors import VerificationError
+from pact_workers.models.contract import ComponentContract
+from pact_workers.models.environment import EnvironmentSpec
+from pact_workers.models.testing import TestFailure, TestResults
+from pact_workers.sandbox.base import Sandbox, SandboxRequest, SandboxResult
+
+CONTRACT_FILE = "interface.json"
+TESTS_DIR = "tests"
+SRC_DIR = "src"
+
+#: Top-level module names an implementation may not define: they would replace
+#: the harness's own tools on PYTHONPATH.
+RESERVED_MODULES = frozenset(
+    {"pytest", "_pytest", "pluggy", "iniconfig", "conftest", "sitecustomize", "usercustomize"}
+)
+
+MAX_DETAIL_CHARS = 4000
+
+
+def verify_contract(files: Mapping[str, bytes], component_id: str) -> ComponentContract:
+    """Parse ``interface.json`` as a ComponentContract for ``component_id``."""
+    raw = files.get(CONTRACT_FILE)
+    if raw is None:
+        raise VerificationError(f"component {component_id!r}: the agent wrote no {CONTRACT_FILE}")
+    try:
+        contract = ComponentContract.model_validate_json(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'contract'}: {e['msg']}"
+            for e in exc.errors()[:10]
+        )
+        raise VerificationError(f"component {component_id!r}: invalid contract: {problems}") from exc
+    if contract.component_id != component_id:
+        raise VerificationError(
+            f"component {component_id!r}: contract names component {contract.component_id!r}"
+        )
+    return contract
+
+
+def count_tests(source: str) -> int:
+    """Count pytest-style test functions (module level and in ``Test*`` classes)."""
+    tree = ast.parse(source)
+    count = 0
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
+            count += 1
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            count += sum(
+                isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name.startswith("test")
+                for m in node.body
+            )
+    return count
+
+
+def verify_test_suite(files: Mapping[str, bytes], component_id: str) -> int:
+    """Check the test author's files: Python under ``tests/`` with at least one test."""
+    tests = {p: d for p, d in files.items() if p.startswith(f"{TESTS_DIR}/") and p.endswith(".py")}
+    if not tests:
+        raise VerificationError(f"component {component_id!r}: no test files under {TESTS_DIR}/")
+    stray = sorted(p for p in files if not p.startswith(f"{TESTS_DIR}/"))
+    if stray:
+        raise VerificationError(
+            f"component {component_id!r}: test author wrote files outside {TESTS_DIR}/: {stray}"
+        )
+    total = 0
+    for path, data in tests.items():
+        try:
+            total += count_tests(data.decode("utf-8"))
+        except (SyntaxError, UnicodeDecodeError) as exc:
+            raise VerificationError(f"component {component_id!r}: {path}: {exc}") from exc
+    if total == 0:
+        raise VerificationError(f"component {component_id!r}: the test suite defines no tests")
+    return total
+
+
+def check_implementation_files(files: Mapping[str, bytes], component_id: str) -> None:
+    """Implementations live under ``src/`` and may not shadow the harness's modules."""
+    if not files:
+        raise VerificationError(f"component {component_id!r}: the agent wrote no files")
+    stray = sorted(p for p in files if not p.startswith(f"{SRC_DIR}/"))
+    if stray:
+        raise VerificationError(
+            f"component {component_id!r}: implementation files outside {SRC_DIR}/: {stray}"
+        )
+    for path in files:
+        top = path.split("/")[1].removesuffix(".py")
+        if top in RESERVED_MODULES:
+            raise VerificationError(
+                f"component {component_id!r}: {path} would shadow the harness module {top!r}"
+            )
+
+
+def run_contract_tests(
+    sandbox: Sandbox,
+    *,
+    implementation: Mapping[str, bytes],
+    tests: Mapping[str, bytes],
+    environment: EnvironmentSpec,
+    timeout_s: float,
+) -> tuple[TestResults, SandboxResult]:
+    """Run the contract tests against the staged implementation; never trust the agent."""
+    report = f".pact-report-{secrets.token_hex(8)}.xml"
+    files = {**implementation, **tests}
+    request = SandboxRequest(
+        command=[
+            "{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            f"--junitxml={report}", "-o", "junit_family=xunit1", TESTS_DIR,
+        ],
+        files=files,
+        environment=environment.model_copy(
+            update={"env_vars": {**environment.env_vars, "PYTHONDONTWRITEBYTECODE": "1"}}
+        ),
+        pythonpath=[SRC_DIR],
+        timeout_s=timeout_s,
+        collect=[report],
+        network=False,
+    )
+    result = sandbox.run(request)
+    if result.timed_out:
+        return (
+            TestResults(
+                total=0,
+                errors=1,
+                failure_details=[
+                    TestFailure(
+                        test_id="<harness>",
+                        error_message=f"TimeoutError: test run killed after {timeout_s:.0f}s",
+                        stdout=result.stdout[-MAX_DETAIL_CHARS:],
+                    )
+                ],
+                timestamp=_now(),
+            ),
+            result,
+        )
+    xml = result.files.get(report)
+    if xml is None:
+        return (
+            TestResults(
+                total=0,
+                errors=1,
+                failure_details=[
+                    TestFailure(
+                        test_id="<harness>",
+                        error_message=f"pytest wrote no report (exit code {result.exit_code})",
+                        stdout=result.stdout[-MAX_DETAIL_CHARS:],
+                        stderr=result.stderr[-MAX_DETAIL_CHARS:],
+                    )
+                ],
+                timestamp=_now(),
+            ),
+            result,
+        )
+    results = parse_junit(xml)
+    if results.all_passed and result.exit_code != 0:
+        # The report says green but pytest did not: do not believe the report.
+        results = results.model_copy(
+            update={
+                "errors": results.errors + 1,
+                "failure_details": [
+                    *results.failure_details,
+                    TestFailure(
+                        test_id="<harness>",
+                        error_message=f"pytest exited with {result.exit_code}",
+                        stderr=result.stderr[-MAX_DETAIL_CHARS:],
+                    ),
+                ],
+            }
+        )
+    return results, result
+
+
+def parse_junit(xml: bytes) -> TestResults:
+    """Turn pytest's JUnit XML into TestResults."""
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise VerificationError(f"unreadable JUnit report: {exc}") from exc
+    total = passed = failed = errors = skipped = 0
+    details: list[TestFailure] = []
+    for case in root.iter("testcase"):
+        total += 1
+        test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
+        outcome = None
+        for child in case:
+            if child.tag in {"failure", "error", "skipped"}:
+                outcome = child
+                break
+        if outcome is None:
+            passed += 1
+            continue
+        if outcome.tag == "skipped":
+            skipped += 1
+            continue
+        if outcome.tag == "failure":
+            failed += 1
+        else:
+            errors += 1
+        details.append(
+            TestFailure(
+                test_id=test_id,
+                error_message=(outcome.get("message") or "")[:MAX_DETAIL_CHARS],
+                stdout=(outcome.text or "")[-MAX_DETAIL_CHARS:],
+            )
+        )
+    return TestResults(
+        total=total,
+        passed=passed,
+        failed=failed,
+        errors=errors,
+        skipped=skipped,
+        failure_details=details,
+        timestamp=_now(),
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def contract_json(contract: ComponentContract) -> bytes:
+    return json.dumps(contract.model_dump(mode="json"), indent=2).encode() + b"\n"

@@ -1,0 +1,20 @@
+"""The control plane: wavefront, run state, audit log, policies, executors, CLI."""
+
+from scheduler.run import RunController, load_state, start_run
+from scheduler.settings import Settings, load_settings
+from scheduler.state import RunState, RunStatus, fold
+from scheduler.wavefront import ComponentState, SchedulingMode, WavefrontScheduler
+
+__all__ = [
+    "ComponentState",
+    "RunController",
+    "RunState",
+    "RunStatus",
+    "SchedulingMode",
+    "Settings",
+    "WavefrontScheduler",
+    "fold",
+    "load_settings",
+    "load_state",
+    "start_run",
+]

@@ -1,0 +1,195 @@
+"""The ``pact`` command line. Commands only parse options and call one function.
+
+Exit codes: 0 the run is done, 1 the run failed (or paused), 2 bad input.
+Every option can also be set with the ``PACT_*`` environment variable shown in
+``--help``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from pact_workers.errors import InputError
+from pact_workers.models.work import ItemStatus
+from scheduler import commands
+from scheduler.events import Event, ItemDispatched, ItemFailed
+from scheduler.run import summary_rows
+from scheduler.state import RunState, RunStatus
+
+app = typer.Typer(
+    name="pact",
+    help="Run Pact decomposition trees: contract, test and implement every component.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _bad_input(exc: Exception) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+class _ProgressListener:
+    """Shows items finished out of all items while a run works."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task: Any = None
+
+    def __call__(self, event: Event, state: RunState) -> None:
+        if self.task is None:
+            self.task = self.progress.add_task("items", total=len(state.items))
+        finished = sum(
+            i.status in {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED}
+            for i in state.items.values()
+        )
+        label = ""
+        if isinstance(event, ItemDispatched):
+            label = f"{event.component_id}/{event.phase.value} #{event.attempt}"
+        elif isinstance(event, ItemFailed):
+            label = f"{event.component_id}/{event.phase.value}: {event.decision}"
+        self.progress.update(self.task, completed=finished, description=label or "items")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description:<40}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+def _print_summary(state: RunState, project_dir: Path) -> None:
+    table = Table(title=f"run {state.run_id}: {state.status.value}", title_justify="left")
+    for col in ("component", "contract", "test", "implement/integrate", "attempts", "tests",
+                "cost $"):
+        table.add_column(col)
+    for row in summary_rows(state):
+        phases = list(row["phases"].values())
+        attempts = "/".join(str(a) for a in row["attempts"].values())
+        table.add_row(row["component_id"], *phases, attempts, row["tests"],
+                      f"{row['cost_usd']:.4f}")
+    out.print(table)
+    usage = state.usage
+    out.print(
+        f"total: ${usage.cost_usd:.4f}, {usage.input_tokens + usage.output_tokens} tokens; "
+        f"audit log: {project_dir / '.pact' / 'audit.jsonl'}"
+    )
+    if state.status is RunStatus.FAILED:
+        out.print(f"[red]failed:[/] {state.fail_reason}")
+        for row in summary_rows(state):
+            if row["poisoned_by"]:
+                out.print(f"  {row['component_id']}: poisoned by {row['poisoned_by']}")
+    elif state.status is RunStatus.PAUSED:
+        out.print(f"[yellow]paused:[/] {state.pause_reason}\n  {state.recommendation}")
+
+
+def _exit_for(state: RunState) -> int:
+    return EXIT_OK if state.status is RunStatus.COMPLETED else EXIT_FAILED
+
+
+@app.command()
+def run(
+    tree: Annotated[Path, typer.Argument(help="tree.json (Pact's format) or tree.yaml")],
+    project: Annotated[Path, typer.Option("--project", envvar="PACT_PROJECT",
+                                          help="Project directory to run into")],
+    agent: Annotated[str, typer.Option(envvar="PACT_AGENT", help="Agent backend")] = "replay",
+    replay_dir: Annotated[Path | None, typer.Option(envvar="PACT_REPLAY_DIR",
+                                                    help="Artifacts for the replay agent")] = None,
+    workers: Annotated[int, typer.Option(envvar="PACT_WORKERS",
+                                         help="Attempts run at once")] = 4,
+    sandbox: Annotated[str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox")] = "local",
+) -> None:
+    """Run every component of TREE through contract, test and implementation."""
+    try:
+        with _progress() as progress:
+            state = commands.run_tree(
+                tree_path=tree, project_dir=project, agent_name=agent, replay_dir=replay_dir,
+                workers=workers, sandbox_name=sandbox, listener=_ProgressListener(progress),
+            )
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    _print_summary(state, project)
+    raise typer.Exit(_exit_for(state))
+
+
+@app.command()
+def status(
+    project: Annotated[Path, typer.Argument(help="Project directory of a run",
+                                            envvar="PACT_PROJECT")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Show a run's state, rebuilt from its audit log."""
+    try:
+        state, warnings = commands.read_status(project_dir=project)
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    if as_json:
+        doc = {
+            "run_id": state.run_id,
+            "status": state.status.value,
+            "pause_reason": state.pause_reason,
+            "recommendation": state.recommendation,
+            "fail_reason": state.fail_reason,
+            "usage": state.usage.model_dump(),
+            "spend_by_phase": state.spend_by_phase,
+            "items": state.counts(),
+            "components": summary_rows(state),
+            "warnings": warnings,
+        }
+        out.print_json(json.dumps(doc))
+    else:
+        for warning in warnings:
+            err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        _print_summary(state, project)
+    raise typer.Exit(EXIT_OK)
+
+
+@app.command()
+def demo(
+    directory: Annotated[Path | None, typer.Argument(help="New or empty directory "
+                                                     "(default: a fresh temporary one)")] = None,
+    workers: Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")] = 4,
+) -> None:
+    """Run the bundled example project with the replay agent and print a summary."""
+    try:
+        with _progress() as progress:
+            project_dir, state = commands.run_demo(
+                directory=directory, workers=workers, listener=_ProgressListener(progress)
+            )
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    _print_summary(state, project_dir)
+    out.print(f"project directory: {project_dir}")
+    raise typer.Exit(_exit_for(state))
+
+
+def main() -> None:
+    # Put this interpreter's directory first on PATH, so that the default
+    # environment (python_path: python3, required_tools: [pytest]) finds the
+    # environment pact is installed in even when it is not activated.
+    bindir = os.path.dirname(sys.executable)
+    path = os.environ.get("PATH", "")
+    if bindir and bindir not in path.split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([bindir, path]) if path else bindir
+    app()
+
+
+if __name__ == "__main__":
+    main()

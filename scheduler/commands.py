@@ -1,0 +1,158 @@
+"""What the CLI commands do, as keyword-only functions (testable without the CLI).
+
+Every function validates all of its input before it writes anything: a bad
+tree, settings file or option raises an :class:`InputError` and leaves the
+disk untouched.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+from pact_workers.agents.base import Agent
+from pact_workers.agents.replay import ReplayAgent
+from pact_workers.errors import InputError, RunDirError
+from pact_workers.models.tree import load_tree
+from pact_workers.sandbox.base import Sandbox
+from pact_workers.sandbox.local import LocalSandbox
+from scheduler.executors.local import LocalExecutor
+from scheduler.project import ProjectDir
+from scheduler.run import Listener, RunController, load_state, start_run
+from scheduler.settings import Settings, load_settings
+from scheduler.state import RunState
+
+AGENTS = ("replay",)
+SANDBOXES = ("local",)
+EXAMPLE = "calculator"
+
+
+def make_agent(name: str, *, replay_dir: Path | None) -> Agent:
+    if name == "replay":
+        if replay_dir is None:
+            raise InputError("--agent replay needs --replay-dir DIR (a directory of artifacts)")
+        return ReplayAgent(replay_dir)
+    raise InputError(f"unknown agent {name!r}; choose one of: {', '.join(AGENTS)}")
+
+
+def make_sandbox(name: str) -> Sandbox:
+    if name == "local":
+        return LocalSandbox()
+    raise InputError(f"unknown sandbox {name!r}; choose one of: {', '.join(SANDBOXES)}")
+
+
+def run_tree(
+    *,
+    tree_path: Path,
+    project_dir: Path,
+    agent_name: str = "replay",
+    replay_dir: Path | None = None,
+    workers: int = 4,
+    sandbox_name: str = "local",
+    listener: Listener | None = None,
+) -> RunState:
+    """Validate everything, start a run in ``project_dir`` and drive it to the end."""
+    if workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
+    tree = load_tree(tree_path)
+    project = ProjectDir(project_dir)
+    if project_dir.exists() and not project_dir.is_dir():
+        raise RunDirError(f"--project {project_dir}: exists and is not a directory")
+    if project.has_run():
+        raise RunDirError(
+            f"--project {project_dir}: already holds a run; use `pact status` to see it "
+            "or choose another directory"
+        )
+    settings = load_settings(project.settings_path)
+    agent = make_agent(agent_name, replay_dir=replay_dir)
+    sandbox = make_sandbox(sandbox_name)
+    _check_environment(settings)
+    start_run(
+        project,
+        tree,
+        tree_bytes=tree_path.read_bytes(),
+        settings=settings,
+        agent=agent.name,
+        sandbox=sandbox.name,
+    )
+    return drive_run(project=project, settings=settings, agent=agent, sandbox=sandbox,
+                     workers=workers, listener=listener)
+
+
+def drive_run(
+    *,
+    project: ProjectDir,
+    settings: Settings,
+    agent: Agent,
+    sandbox: Sandbox,
+    workers: int,
+    listener: Listener | None = None,
+) -> RunState:
+    store = project.store()
+    executor = LocalExecutor(workers=workers, agent=agent, sandbox=sandbox, store=store)
+    try:
+        controller = RunController(
+            project, executor=executor, store=store, settings=settings, listener=listener
+        )
+        return controller.drive()
+    finally:
+        executor.close()
+
+
+def read_status(*, project_dir: Path) -> tuple[RunState, list[str]]:
+    """The run's state, folded from its audit log, and any warnings about the log."""
+    return load_state(ProjectDir(project_dir))
+
+
+@contextmanager
+def example_dir(name: str = EXAMPLE) -> Iterator[Path]:
+    """The bundled example as a real directory (package data may live in a zip)."""
+    ref = resources.files("scheduler") / "examples" / name
+    with resources.as_file(ref) as path:
+        yield Path(path)
+
+
+def run_demo(
+    *, directory: Path | None, workers: int = 4, listener: Listener | None = None
+) -> tuple[Path, RunState]:
+    """Run the bundled example with the replay agent into a fresh directory."""
+    if directory is None:
+        directory = Path(tempfile.mkdtemp(prefix="pact-demo-"))
+    elif directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise RunDirError(f"{directory}: the demo needs a new or empty directory")
+    with example_dir() as example:
+        project_dir = directory
+        tree_copy = project_dir / "tree.json"
+        state = None
+        try:
+            project_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(example / "tree.json", tree_copy)
+            state = run_tree(
+                tree_path=tree_copy,
+                project_dir=project_dir,
+                replay_dir=example / "replay",
+                workers=workers,
+                listener=listener,
+            )
+        finally:
+            if state is None and not ProjectDir(project_dir).has_run():
+                shutil.rmtree(project_dir, ignore_errors=True)
+    return project_dir, state
+
+
+def _check_environment(settings: Settings) -> None:
+    env = settings.environment
+    if env.resolve_python() is None:
+        raise InputError(
+            f"environment.python_path {env.python_path!r} is not on PATH; set it in pact.yaml"
+        )
+    missing = env.validate_environment()
+    if missing:
+        raise InputError(
+            f"required tools not found on PATH: {', '.join(missing)}; install them or list "
+            "their directories in environment.extra_path_dirs in pact.yaml"
+        )

@@ -1,0 +1,138 @@
+"""The typed events of the audit log (a pydantic discriminated union on ``type``).
+
+The log is the source of truth: :mod:`scheduler.state` folds these events into
+the run state, and nothing else changes it. Each event carries ``seq``, its
+position in the log, so that applying the same event twice changes nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from pact_workers.models.testing import TestResults
+from pact_workers.models.work import ErrorClass, FailureNote, Phase, Usage
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int = 0
+    ts: str = Field(default_factory=utc_now)
+
+
+class _ItemEvent(_Event):
+    component_id: str
+    phase: Phase
+    attempt: int
+
+
+class RunStarted(_Event):
+    type: Literal["run_started"] = "run_started"
+    run_id: str
+    tree: dict[str, Any]
+    settings: dict[str, Any] = Field(default_factory=dict)
+    agent: str = ""
+    sandbox: str = ""
+
+
+class ItemDispatched(_ItemEvent):
+    type: Literal["item_dispatched"] = "item_dispatched"
+    role: str
+    inputs: dict[str, str] = Field(default_factory=dict)
+    verify_inputs: dict[str, str] = Field(default_factory=dict)
+    feedback: list[FailureNote] = Field(default_factory=list)
+    timeout_s: float = 0.0
+
+
+class ItemSucceeded(_ItemEvent):
+    type: Literal["item_succeeded"] = "item_succeeded"
+    output: str
+    files: list[str] = Field(default_factory=list)
+    test_results: TestResults | None = None
+    usage: Usage = Field(default_factory=Usage)
+    duration_s: float = 0.0
+    #: Internal dependencies a new contract declared (they now gate implementation).
+    discovered_dependencies: list[str] = Field(default_factory=list)
+    external_dependencies: list[str] = Field(default_factory=list)
+
+
+class ItemFailed(_ItemEvent):
+    type: Literal["item_failed"] = "item_failed"
+    error_class: ErrorClass
+    error_type: str = ""
+    error: str = ""
+    test_results: TestResults | None = None
+    usage: Usage = Field(default_factory=Usage)
+    duration_s: float = 0.0
+    #: The policy's decision, recorded so that replaying the log needs no policy.
+    decision: Literal["retry", "give_up", "pause"]
+    retry_at: float | None = None
+
+
+class ItemsPoisoned(_Event):
+    type: Literal["items_poisoned"] = "items_poisoned"
+    root_component: str
+    root_phase: Phase
+    items: list[tuple[str, Phase]]
+
+
+class ArtifactsPromoted(_Event):
+    type: Literal["artifacts_promoted"] = "artifacts_promoted"
+    component_id: str
+    phase: Phase
+    paths: list[str]
+
+
+class ResultDropped(_ItemEvent):
+    type: Literal["result_dropped"] = "result_dropped"
+    reason: str
+
+
+class RunPaused(_Event):
+    type: Literal["run_paused"] = "run_paused"
+    reason: str
+    recommendation: str = ""
+
+
+class RunResumed(_Event):
+    type: Literal["run_resumed"] = "run_resumed"
+    original_status: str
+    original_reason: str = ""
+
+
+class RunCompleted(_Event):
+    type: Literal["run_completed"] = "run_completed"
+
+
+class RunFailed(_Event):
+    type: Literal["run_failed"] = "run_failed"
+    reason: str
+
+
+Event = Annotated[
+    RunStarted
+    | ItemDispatched
+    | ItemSucceeded
+    | ItemFailed
+    | ItemsPoisoned
+    | ArtifactsPromoted
+    | ResultDropped
+    | RunPaused
+    | RunResumed
+    | RunCompleted
+    | RunFailed,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(line: str | bytes) -> Event:
+    return EVENT_ADAPTER.validate_json(line)

@@ -1,0 +1,24 @@
+"""The executor interface: hand out task messages, collect result messages."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from pact_workers.models.work import ResultMessage, TaskMessage
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Runs attempts somewhere; every submitted task yields exactly one result."""
+
+    name: str
+    #: How many attempts it runs at once (the scheduler never dispatches more).
+    capacity: int
+
+    def submit(self, task: TaskMessage) -> None: ...
+
+    def poll(self, timeout_s: float) -> list[ResultMessage]:
+        """Results that arrived, waiting up to ``timeout_s`` for the first one."""
+        ...
+
+    def close(self) -> None: ...

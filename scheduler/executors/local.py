@@ -1,0 +1,68 @@
+"""The local executor: an in-process thread pool (the embedded default).
+
+Threads suffice: the work of an attempt is the agent call and a sandboxed
+subprocess, both of which release the GIL while they wait.
+"""
+
+from __future__ import annotations
+
+import queue
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from pact_workers.agents.base import Agent
+from pact_workers.artifacts import ArtifactStore
+from pact_workers.models.work import ErrorClass, ResultMessage, TaskMessage
+from pact_workers.runner import execute_task
+from pact_workers.sandbox.base import Sandbox
+
+
+class LocalExecutor:
+    name = "local"
+
+    def __init__(
+        self, *, workers: int, agent: Agent, sandbox: Sandbox, store: ArtifactStore
+    ) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.capacity = workers
+        self._agent, self._sandbox, self._store = agent, sandbox, store
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pact-worker")
+        self._results: queue.Queue[ResultMessage] = queue.Queue()
+
+    def submit(self, task: TaskMessage) -> None:
+        future = self._pool.submit(
+            execute_task, task, agent=self._agent, sandbox=self._sandbox, store=self._store
+        )
+        future.add_done_callback(lambda f: self._results.put(_result_of(task, f)))
+
+    def poll(self, timeout_s: float) -> list[ResultMessage]:
+        out: list[ResultMessage] = []
+        try:
+            out.append(self._results.get(timeout=max(timeout_s, 0.0)))
+        except queue.Empty:
+            return out
+        while True:
+            try:
+                out.append(self._results.get_nowait())
+            except queue.Empty:
+                return out
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _result_of(task: TaskMessage, future: Future[ResultMessage]) -> ResultMessage:
+    exc = future.exception()
+    if exc is None:
+        return future.result()
+    # execute_task never raises; if it does anyway, the attempt must still report.
+    return ResultMessage(
+        run_id=task.run_id,
+        component_id=task.component_id,
+        phase=task.phase,
+        attempt=task.attempt,
+        outcome="error",
+        error_class=ErrorClass.PERMANENT,
+        error_type=type(exc).__name__,
+        error=str(exc),
+    )

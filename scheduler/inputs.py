@@ -1,0 +1,104 @@
+"""What each attempt gets to see, assembled from verified outputs in the store.
+
+The adversarial split is enforced here, by what is put in the task: the code
+author's and integrator's inputs never hold the contract tests (those go to
+``verify_inputs``, read only by the harness), and the test author never gets
+an implementation.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pact_workers.artifacts import ArtifactStore, Bundle
+from pact_workers.errors import VerificationError
+from pact_workers.models.work import Phase
+from scheduler.state import RunState, final_phase
+
+
+def component_spec(state: RunState, component_id: str) -> Bundle:
+    assert state.tree is not None
+    node = state.tree.nodes[component_id]
+    spec = {
+        "component_id": node.component_id,
+        "name": node.name,
+        "description": node.description,
+        "parent_id": node.parent_id,
+        "children": [
+            {"component_id": c, "name": state.tree.nodes[c].name,
+             "description": state.tree.nodes[c].description}
+            for c in node.children
+        ],
+        "dependencies": state.dependencies.get(component_id, []),
+    }
+    return {"component.json": json.dumps(spec, indent=2, sort_keys=True).encode()}
+
+
+def implementation_closure(state: RunState, component_id: str) -> list[str]:
+    """Every component whose implementation ``component_id`` imports, transitively."""
+    assert state.tree is not None
+    seen: dict[str, None] = {}
+    todo = [*state.dependencies.get(component_id, []), *state.tree.nodes[component_id].children]
+    while todo:
+        cid = todo.pop()
+        if cid in seen or cid == component_id:
+            continue
+        seen[cid] = None
+        todo.extend(state.dependencies.get(cid, []))
+        todo.extend(state.tree.nodes[cid].children)
+    return sorted(seen)
+
+
+def build_inputs(
+    state: RunState, store: ArtifactStore, component_id: str, phase: Phase
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Return (agent inputs, harness-only inputs) as bundle digests by name."""
+    assert state.tree is not None
+    inputs = {"spec": store.put_bundle(component_spec(state, component_id))}
+    verify: dict[str, str] = {}
+    deps = state.dependencies.get(component_id, [])
+    if phase is Phase.CONTRACT:
+        inputs["dep_contracts"] = _contracts(state, store, deps)
+        return inputs, verify
+    inputs["contract"] = _output(state, component_id, Phase.CONTRACT)
+    related = [*deps, *state.tree.nodes[component_id].children] if phase is Phase.INTEGRATE else deps
+    inputs["dep_contracts"] = _contracts(state, store, list(dict.fromkeys(related)))
+    if phase is Phase.TEST:
+        return inputs, verify
+    deps_src = _merged_sources(state, store, component_id)
+    inputs["deps_src"] = deps_src
+    verify["tests"] = _output(state, component_id, Phase.TEST)
+    verify["deps_src"] = deps_src
+    return inputs, verify
+
+
+def _output(state: RunState, component_id: str, phase: Phase) -> str:
+    output = state.item(component_id, phase).output
+    if output is None:
+        raise VerificationError(f"component {component_id!r}: {phase.value} has no output yet")
+    return output
+
+
+def _contracts(state: RunState, store: ArtifactStore, components: list[str]) -> str:
+    bundle: Bundle = {}
+    for cid in components:
+        item = state.item(cid, Phase.CONTRACT)
+        if item.output is not None:
+            bundle[f"{cid}/interface.json"] = store.get_bundle(item.output)["interface.json"]
+    return store.put_bundle(bundle)
+
+
+def _merged_sources(state: RunState, store: ArtifactStore, component_id: str) -> str:
+    merged: Bundle = {}
+    owner: dict[str, str] = {}
+    for cid in implementation_closure(state, component_id):
+        files = store.get_bundle(_output(state, cid, final_phase(state.tree, cid)))  # type: ignore[arg-type]
+        for path, data in files.items():
+            if path in merged and merged[path] != data:
+                raise VerificationError(
+                    f"component {component_id!r}: {path} is provided by both "
+                    f"{owner[path]!r} and {cid!r}"
+                )
+            merged[path] = data
+            owner[path] = cid
+    return store.put_bundle(merged)

@@ -1,0 +1,68 @@
+"""Failure policy: what to do about a failed attempt. Returns decisions; callers act.
+
+- TRANSIENT (network, rate limit, lost worker): retry after exponential backoff
+  with jitter, up to ``max_retries``; a transient failure never fails a run.
+- Output the harness rejected (tests failed, invalid contract): retry at once
+  with the failure details as feedback, up to ``max_attempts``; then PERMANENT.
+- PERMANENT: give up on the item; the caller poisons its dependents.
+- SYSTEMIC: pause the run (a human must fix the environment).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from pact_workers.models.work import ErrorClass, ResultMessage
+from pact_workers.runner import REJECTED, TESTS_FAILED
+from scheduler.settings import Settings
+from scheduler.state import INTERRUPTED, ItemState
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Literal["retry", "give_up", "pause"]
+    retry_at: float | None = None
+    reason: str = ""
+
+
+def backoff_s(failures: int, *, base_s: float, cap_s: float, rng: random.Random) -> float:
+    """Exponential backoff with equal jitter: half fixed, half random, capped."""
+    ceiling = min(cap_s, base_s * (2 ** max(failures - 1, 0)))
+    return ceiling / 2 + rng.random() * ceiling / 2
+
+
+def decide(
+    result: ResultMessage,
+    item: ItemState,
+    settings: Settings,
+    *,
+    now: float,
+    rng: random.Random,
+) -> Decision:
+    """Decide what follows a failed ``result`` of ``item`` (state before the failure)."""
+    cls = result.error_class or ErrorClass.PERMANENT
+    if result.error_type == INTERRUPTED:
+        return Decision("retry", retry_at=now, reason="attempt interrupted; dispatching again")
+    if cls is ErrorClass.SYSTEMIC:
+        return Decision("pause", reason=result.error)
+    if cls is ErrorClass.TRANSIENT:
+        failures = item.transient_failures + 1
+        if failures > settings.max_retries:
+            return Decision(
+                "give_up", reason=f"still failing after {settings.max_retries} retries: {result.error}"
+            )
+        delay = backoff_s(
+            failures, base_s=settings.backoff_base_s, cap_s=settings.backoff_cap_s, rng=rng
+        )
+        return Decision("retry", retry_at=now + delay, reason=f"transient, retry {failures}")
+    if result.error_type in {TESTS_FAILED, REJECTED}:
+        attempts = item.rejections + 1
+        if attempts < settings.max_attempts:
+            return Decision("retry", retry_at=now, reason=f"attempt {attempts} rejected")
+        return Decision(
+            "give_up",
+            reason=f"rejected on all {settings.max_attempts} attempts: {result.error}",
+        )
+    return Decision("give_up", reason=result.error)

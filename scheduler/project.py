@@ -1,0 +1,154 @@
+"""The on-disk layout of a project directory, and atomic writes into it.
+
+::
+
+    <project>/pact.yaml                                  settings (optional)
+    <project>/.pact/audit.jsonl                          the event log (source of truth)
+    <project>/.pact/state.json                           snapshot, rebuilt from the log
+    <project>/.pact/decomposition/tree.json              the tree as submitted
+    <project>/.pact/artifacts/                           content-addressed blobs (staging)
+    <project>/.pact/contracts/<c>/interface.json         verified contract
+    <project>/.pact/contracts/<c>/tests/contract_test.py verified contract tests
+    <project>/.pact/implementations/<c>/src/...          verified implementation
+    <project>/.pact/implementations/<c>/test_results.json
+
+Agent output lives only in the artifact store until the harness verified it;
+then :meth:`ProjectDir.promote` moves it into place atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
+from pact_workers.errors import RunDirError
+from pact_workers.models.testing import TestResults
+from pact_workers.models.work import Phase
+from pact_workers.sandbox.base import safe_relpath
+from scheduler.state import RunState
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file, fsync and rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class ProjectDir:
+    """Paths and safe writes for one project (one run)."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self.pact = self.root / ".pact"
+        self.audit_path = self.pact / "audit.jsonl"
+        self.state_path = self.pact / "state.json"
+        self.tree_path = self.pact / "decomposition" / "tree.json"
+        self.settings_path = self.root / "pact.yaml"
+        self.artifacts_dir = self.pact / "artifacts"
+        self.contracts_dir = self.pact / "contracts"
+        self.implementations_dir = self.pact / "implementations"
+
+    def has_run(self) -> bool:
+        return self.audit_path.exists()
+
+    def require_run(self) -> None:
+        if not self.has_run():
+            raise RunDirError(
+                f"{self.root}: no pact run here (missing .pact/audit.jsonl); start one with "
+                "`pact run TREE --project DIR`"
+            )
+
+    def store(self) -> ArtifactStore:
+        return ArtifactStore(DirectoryBlobStore(self.artifacts_dir))
+
+    def write_state(self, state: RunState) -> None:
+        atomic_write(self.state_path, state.model_dump_json(indent=2).encode() + b"\n")
+
+    def read_state(self) -> RunState:
+        try:
+            return RunState.model_validate_json(self.state_path.read_bytes())
+        except FileNotFoundError:
+            raise RunDirError(f"{self.state_path}: missing; run `pact rebuild`") from None
+
+    def destination(self, component_id: str, phase: Phase) -> Path:
+        if phase is Phase.CONTRACT:
+            return self.contracts_dir / component_id
+        if phase is Phase.TEST:
+            return self.contracts_dir / component_id / "tests"
+        return self.implementations_dir / component_id / "src"
+
+    def promote(
+        self,
+        component_id: str,
+        phase: Phase,
+        files: Mapping[str, bytes],
+        test_results: TestResults | None = None,
+    ) -> list[str]:
+        """Move verified output into the project; returns project-relative paths written.
+
+        The contract is one file replaced atomically. Tests and implementations
+        replace their whole directory, so files a new attempt deleted or renamed
+        disappear too; the old directory is swapped out by rename before removal.
+        """
+        written: list[str] = []
+        if phase is Phase.CONTRACT:
+            target = self.contracts_dir / component_id / "interface.json"
+            atomic_write(target, files["interface.json"])
+            written.append(target.relative_to(self.root).as_posix())
+            return written
+        prefix = "tests/" if phase is Phase.TEST else "src/"
+        dest = self.destination(component_id, phase)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.new-"))
+        for path, data in sorted(files.items()):
+            rel = safe_relpath(path)
+            if not rel.startswith(prefix):
+                continue
+            out = staging / rel.removeprefix(prefix)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+            written.append((dest / rel.removeprefix(prefix)).relative_to(self.root).as_posix())
+        _fsync_tree(staging)
+        old = None
+        if dest.exists():
+            old = dest.parent / f".{dest.name}.old-{os.getpid()}"
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(dest, old)
+        os.replace(staging, dest)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        if test_results is not None:
+            results_path = dest.parent / "test_results.json"
+            atomic_write(results_path, test_results.model_dump_json(indent=2).encode() + b"\n")
+            written.append(results_path.relative_to(self.root).as_posix())
+        return written
+
+    def sweep_staging(self) -> None:
+        """Remove half-promoted leftovers a crash may have left behind."""
+        for base in (self.contracts_dir, self.implementations_dir):
+            if not base.exists():
+                continue
+            for leftover in base.glob("*/.*.new-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+            for leftover in base.glob("*/.*.old-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _fsync_tree(root: Path) -> None:
+    for path in root.rglob("*"):
+        if path.is_file():
+            with path.open("rb") as fh:
+                os.fsync(fh.fileno())

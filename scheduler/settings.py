@@ -1,0 +1,64 @@
+"""``pact.yaml``: one validated settings object, built at the edge.
+
+Unknown keys are an error that names the key; :func:`load_settings` is the only
+place the file is read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pact_workers.errors import SettingsError
+from pact_workers.models.environment import EnvironmentSpec
+from scheduler.wavefront import SchedulingMode
+
+
+class Settings(BaseModel):
+    """Everything a run can be told, with defaults that work on a laptop."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scheduling: SchedulingMode = SchedulingMode.WAVEFRONT
+    max_concurrent_agents: int | None = Field(default=None, ge=1)
+    #: Transient failures retried per item before the item fails permanently.
+    max_retries: int = Field(default=3, ge=0)
+    #: Attempts per item whose output the harness rejects (tests fail, bad schema).
+    max_attempts: int = Field(default=3, ge=1)
+    backoff_base_s: float = Field(default=1.0, ge=0)
+    backoff_cap_s: float = Field(default=60.0, ge=0)
+    #: Hard limit for one verification run in the sandbox.
+    verify_timeout_s: float = Field(default=300.0, gt=0)
+    environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
+
+
+def load_settings(path: Path, **overrides: Any) -> Settings:
+    """Read ``pact.yaml`` if it exists; a missing file means all defaults.
+
+    Raises:
+        SettingsError: naming the file and every bad or unknown key.
+    """
+    data: dict[str, Any] = {}
+    if path.exists():
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise SettingsError(f"{path}: cannot be parsed: {exc}") from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise SettingsError(f"{path}: expected a mapping of settings")
+        data = loaded or {}
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise SettingsError(f"{path}: " + "; ".join(_describe(e) for e in exc.errors())) from exc
+
+
+def _describe(error: Any) -> str:
+    where = ".".join(str(p) for p in error["loc"]) or "settings"
+    if error["type"] == "extra_forbidden":
+        return f"unknown key {where!r}"
+    return f"{where}: {error['msg']}"

@@ -1,0 +1,258 @@
+"""Run state as a pure fold over the audit log's events.
+
+``fold(events)`` is the only way state is made; ``apply`` is one step of it.
+Applying an event whose ``seq`` is not newer than the state's is a no-op, so
+replaying a log prefix twice can never double-count a result or a cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from pact_workers.models.testing import TestResults
+from pact_workers.models.tree import DecompositionTree
+from pact_workers.models.work import (
+    IN_FLIGHT,
+    ErrorClass,
+    FailureNote,
+    ItemStatus,
+    Phase,
+    Usage,
+)
+from scheduler.events import (
+    ArtifactsPromoted,
+    Event,
+    ItemDispatched,
+    ItemFailed,
+    ItemsPoisoned,
+    ItemSucceeded,
+    ResultDropped,
+    RunCompleted,
+    RunFailed,
+    RunPaused,
+    RunResumed,
+    RunStarted,
+)
+
+
+#: ``error_type`` of an attempt lost because the scheduler itself stopped.
+INTERRUPTED = "interrupted"
+
+
+class RunStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+def item_key(component_id: str, phase: Phase | str) -> str:
+    return f"{component_id}/{Phase(phase).value}"
+
+
+def phases_for(tree: DecompositionTree, component_id: str) -> list[Phase]:
+    """contract, test, then implement for a leaf or integrate for a parent."""
+    final = Phase.IMPLEMENT if tree.nodes[component_id].is_leaf else Phase.INTEGRATE
+    return [Phase.CONTRACT, Phase.TEST, final]
+
+
+def final_phase(tree: DecompositionTree, component_id: str) -> Phase:
+    return phases_for(tree, component_id)[-1]
+
+
+class ItemState(BaseModel):
+    """Where one (component, phase) work item stands."""
+
+    component_id: str
+    phase: Phase
+    status: ItemStatus = ItemStatus.PENDING
+    #: The current attempt: the last one dispatched (0 before the first).
+    attempt: int = 0
+    output: str | None = None
+    files: list[str] = Field(default_factory=list)
+    test_results: TestResults | None = None
+    last_error: str = ""
+    last_error_class: ErrorClass | None = None
+    retry_at: float | None = None
+    poisoned_by: str | None = None
+    failures: list[FailureNote] = Field(default_factory=list)
+    transient_failures: int = 0
+    rejections: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    promoted: bool = False
+
+
+class RunState(BaseModel):
+    """Everything the scheduler knows about one run; rebuilt from the log at will."""
+
+    run_id: str = ""
+    status: RunStatus = RunStatus.ACTIVE
+    tree: DecompositionTree | None = None
+    items: dict[str, ItemState] = Field(default_factory=dict)
+    #: Internal dependencies per component: the tree's plus those contracts declared.
+    dependencies: dict[str, list[str]] = Field(default_factory=dict)
+    external_dependencies: dict[str, list[str]] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    spend_by_phase: dict[str, float] = Field(default_factory=dict)
+    pause_reason: str = ""
+    recommendation: str = ""
+    fail_reason: str = ""
+    settings: dict[str, object] = Field(default_factory=dict)
+    last_seq: int = 0
+    dropped_results: int = 0
+
+    def item(self, component_id: str, phase: Phase | str) -> ItemState:
+        return self.items[item_key(component_id, phase)]
+
+    def in_flight(self) -> list[ItemState]:
+        return [i for i in self.items.values() if i.status in IN_FLIGHT]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for item in self.items.values():
+            out[item.status.value] = out.get(item.status.value, 0) + 1
+        return out
+
+
+def fold(events: Iterable[Event], state: RunState | None = None) -> RunState:
+    state = state if state is not None else RunState()
+    for event in events:
+        apply(state, event)
+    return state
+
+
+def apply(state: RunState, event: Event) -> RunState:
+    """Apply one event in place (and return the state); stale events are ignored."""
+    if event.seq and event.seq <= state.last_seq:
+        return state
+    _APPLY[type(event)](state, event)
+    if event.seq:
+        state.last_seq = event.seq
+    return state
+
+
+def _run_started(state: RunState, e: RunStarted) -> None:
+    tree = DecompositionTree.model_validate(e.tree)
+    state.run_id = e.run_id
+    state.tree = tree
+    state.settings = dict(e.settings)
+    state.status = RunStatus.ACTIVE
+    for cid in tree.topological_order():
+        state.dependencies[cid] = tree.internal_dependencies(cid)
+        for phase in phases_for(tree, cid):
+            state.items[item_key(cid, phase)] = ItemState(component_id=cid, phase=phase)
+
+
+def _dispatched(state: RunState, e: ItemDispatched) -> None:
+    item = state.item(e.component_id, e.phase)
+    item.status = ItemStatus.DISPATCHED
+    item.attempt = e.attempt
+    item.retry_at = None
+
+
+def _succeeded(state: RunState, e: ItemSucceeded) -> None:
+    item = state.item(e.component_id, e.phase)
+    item.status = ItemStatus.DONE
+    item.output = e.output
+    item.files = list(e.files)
+    item.test_results = e.test_results
+    item.last_error = ""
+    _spend(state, item, e.phase, e.usage)
+    if e.discovered_dependencies:
+        known = state.dependencies.setdefault(e.component_id, [])
+        known.extend(d for d in e.discovered_dependencies if d not in known)
+    if e.external_dependencies:
+        state.external_dependencies[e.component_id] = list(e.external_dependencies)
+
+
+def _failed(state: RunState, e: ItemFailed) -> None:
+    item = state.item(e.component_id, e.phase)
+    item.last_error = e.error
+    item.last_error_class = e.error_class
+    item.test_results = e.test_results
+    _spend(state, item, e.phase, e.usage)
+    if e.error_type == INTERRUPTED:
+        pass  # the scheduler stopped, not the attempt: no retry budget is used
+    elif e.error_class is ErrorClass.TRANSIENT:
+        item.transient_failures += 1
+    else:
+        item.rejections += 1
+        details = e.test_results.failure_details if e.test_results else []
+        item.failures.append(
+            FailureNote(
+                attempt=e.attempt,
+                summary=e.error,
+                failing_tests=[(f.test_id, f.error_message) for f in details],
+            )
+        )
+    if e.decision == "retry":
+        item.status = ItemStatus.PENDING
+        item.retry_at = e.retry_at
+    elif e.decision == "pause":
+        item.status = ItemStatus.PENDING
+        item.retry_at = None
+    else:
+        item.status = ItemStatus.FAILED
+
+
+def _poisoned(state: RunState, e: ItemsPoisoned) -> None:
+    root = item_key(e.root_component, e.root_phase)
+    for cid, phase in e.items:
+        item = state.item(cid, phase)
+        if item.status not in {ItemStatus.DONE, ItemStatus.FAILED}:
+            item.status = ItemStatus.POISONED
+            item.poisoned_by = root
+
+
+def _promoted(state: RunState, e: ArtifactsPromoted) -> None:
+    state.item(e.component_id, e.phase).promoted = True
+
+
+def _dropped(state: RunState, e: ResultDropped) -> None:
+    state.dropped_results += 1
+
+
+def _paused(state: RunState, e: RunPaused) -> None:
+    state.status = RunStatus.PAUSED
+    state.pause_reason = e.reason
+    state.recommendation = e.recommendation
+
+
+def _resumed(state: RunState, e: RunResumed) -> None:
+    state.status = RunStatus.ACTIVE
+    state.pause_reason = ""
+    state.recommendation = ""
+    state.fail_reason = ""
+
+
+def _completed(state: RunState, e: RunCompleted) -> None:
+    state.status = RunStatus.COMPLETED
+
+
+def _run_failed(state: RunState, e: RunFailed) -> None:
+    state.status = RunStatus.FAILED
+    state.fail_reason = e.reason
+
+
+def _spend(state: RunState, item: ItemState, phase: Phase, usage: Usage) -> None:
+    item.usage = item.usage + usage
+    state.usage = state.usage + usage
+    state.spend_by_phase[phase.value] = state.spend_by_phase.get(phase.value, 0.0) + usage.cost_usd
+
+
+_APPLY = {
+    RunStarted: _run_started,
+    ItemDispatched: _dispatched,
+    ItemSucceeded: _succeeded,
+    ItemFailed: _failed,
+    ItemsPoisoned: _poisoned,
+    ArtifactsPromoted: _promoted,
+    ResultDropped: _dropped,
+    RunPaused: _paused,
+    RunResumed: _resumed,
+    RunCompleted: _completed,
+    RunFailed: _run_failed,
+}

@@ -1,0 +1,49 @@
+"""Shared fixtures: real data paths, the bundled example, and service checks.
+
+A test that needs Redis or Docker uses ``require_service``: it skips with the
+reason when the service is missing, and fails instead when
+``PACT_REQUIRE_SERVICES=1`` (CI sets it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scheduler.commands import example_dir
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data"
+#: Real Pact documents shipped beside the repository (read-only).
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def require_service(name: str, reason: str) -> None:
+    if os.environ.get("PACT_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{name} is required (PACT_REQUIRE_SERVICES=1) but {reason}")
+    pytest.skip(f"{name} not available: {reason}")
+
+
+def shared_data(*parts: str) -> Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data {path} not present")
+    return path
+
+
+@pytest.fixture(scope="session")
+def example() -> Iterator[Path]:
+    with example_dir() as path:
+        yield path
+
+
+@pytest.fixture
+def replay_copy(example: Path, tmp_path: Path) -> Path:
+    """A private copy of the example's replay directory that a test may edit."""
+    dest = tmp_path / "replay"
+    shutil.copytree(example / "replay", dest)
+    return dest

@@ -1,0 +1,79 @@
+"""The audit log is durable and the state is a fold over it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pact_workers.errors import RunDirError
+from pact_workers.models import ErrorClass, ItemStatus, Phase, Usage
+from scheduler.audit import AuditLog, read_events
+from scheduler.events import ItemDispatched, ItemFailed, ItemSucceeded, RunStarted
+from scheduler.state import fold
+from tests.unit.test_wavefront import make_tree
+
+TREE = make_tree({"A": ["B", "C"]}, {"C": ["B"]}).model_dump(mode="json")
+
+
+def events() -> list[object]:
+    return [
+        RunStarted(run_id="r1", tree=TREE),
+        ItemDispatched(component_id="B", phase=Phase.CONTRACT, attempt=1, role="contract_author"),
+        ItemSucceeded(component_id="B", phase=Phase.CONTRACT, attempt=1, output="sha256:x",
+                      usage=Usage(input_tokens=10, output_tokens=5, cost_usd=0.5)),
+        ItemDispatched(component_id="C", phase=Phase.CONTRACT, attempt=1, role="contract_author"),
+        ItemFailed(component_id="C", phase=Phase.CONTRACT, attempt=1,
+                   error_class=ErrorClass.TRANSIENT, error="reset", decision="retry",
+                   retry_at=5.0, usage=Usage(cost_usd=0.25)),
+    ]
+
+
+def test_events_round_trip_through_the_log(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    with AuditLog(path) as log:
+        stored = [log.append(e) for e in events()]  # type: ignore[type-var]
+    assert [e.seq for e in stored] == [1, 2, 3, 4, 5]
+    read, warnings = read_events(path)
+    assert read == stored and warnings == []
+
+
+def test_state_is_a_fold_and_replaying_an_event_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    with AuditLog(path) as log:
+        stored = [log.append(e) for e in events()]  # type: ignore[type-var]
+    state = fold(stored)
+    assert state.item("B", "contract").status is ItemStatus.DONE
+    c = state.item("C", "contract")
+    assert c.status is ItemStatus.PENDING and c.retry_at == 5.0 and c.transient_failures == 1
+    assert state.usage.cost_usd == pytest.approx(0.75)
+    assert state.spend_by_phase == {"contract": pytest.approx(0.75)}
+    again = fold(stored, state.model_copy(deep=True))
+    assert again == state
+
+
+def test_a_torn_last_line_is_trimmed_by_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    with AuditLog(path) as log:
+        for e in events()[:2]:
+            log.append(e)  # type: ignore[type-var]
+    with path.open("ab") as fh:
+        fh.write(b'{"type": "item_succ')
+    _, warnings = read_events(path)
+    assert len(warnings) == 1 and "torn" in warnings[0]
+    with AuditLog(path) as log:
+        assert log.last_seq == 2
+        log.append(events()[2])  # type: ignore[type-var]
+    read, warnings = read_events(path)
+    assert [e.seq for e in read] == [1, 2, 3] and warnings == []
+
+
+def test_only_one_writer_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / ".pact" / "audit.jsonl"
+    with AuditLog(path), pytest.raises(RunDirError, match="another pact process"):
+        AuditLog(path).open()
+
+
+def test_missing_log_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(RunDirError, match="no audit log"):
+        read_events(tmp_path / "audit.jsonl")
