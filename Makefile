@@ -20,7 +20,7 @@ demo: $(BIN)/pact
 services:
 	./scripts/ensure-services
 
-test: $(BIN)/pact services
+test: $(BIN)/pact services lint typecheck
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/pact

@@ -56,7 +56,7 @@ def execute_task(
             attempt=task.attempt,
             usage=usage,
             duration_s=time.monotonic() - started,
-            **fields,  # type: ignore[arg-type]
+            **fields,
         )
 
     try:
@@ -77,27 +77,53 @@ def execute_task(
         test_results = _verify(task, files, sandbox=sandbox, store=store)
         digest = store.put_bundle(files)
     except TransientAgentError as exc:
-        return result(outcome="error", error_class=ErrorClass.TRANSIENT,
-                      error_type=type(exc).__name__, error=str(exc))
+        return result(
+            outcome="error",
+            error_class=ErrorClass.TRANSIENT,
+            error_type=type(exc).__name__,
+            error=str(exc),
+        )
     except PermanentAgentError as exc:
-        return result(outcome="error", error_class=ErrorClass.PERMANENT,
-                      error_type=type(exc).__name__, error=str(exc))
+        return result(
+            outcome="error",
+            error_class=ErrorClass.PERMANENT,
+            error_type=type(exc).__name__,
+            error=str(exc),
+        )
     except _TestsFailed as exc:
-        return result(outcome="error", error_class=ErrorClass.PERMANENT, error_type=TESTS_FAILED,
-                      error=exc.results.summary(), test_results=exc.results)
+        return result(
+            outcome="error",
+            error_class=ErrorClass.PERMANENT,
+            error_type=TESTS_FAILED,
+            error=exc.results.summary(),
+            test_results=exc.results,
+        )
     except (VerificationError, ArtifactError) as exc:
-        return result(outcome="error", error_class=ErrorClass.PERMANENT, error_type=REJECTED,
-                      error=str(exc))
+        return result(
+            outcome="error", error_class=ErrorClass.PERMANENT, error_type=REJECTED, error=str(exc)
+        )
     except EnvironmentSpecError as exc:
-        return result(outcome="error", error_class=ErrorClass.SYSTEMIC,
-                      error_type=type(exc).__name__, error=str(exc))
+        return result(
+            outcome="error",
+            error_class=ErrorClass.SYSTEMIC,
+            error_type=type(exc).__name__,
+            error=str(exc),
+        )
     except (SandboxError, TimeoutError, ConnectionError, OSError) as exc:
-        return result(outcome="error", error_class=ErrorClass.TRANSIENT,
-                      error_type=type(exc).__name__, error=str(exc))
-    except Exception as exc:  # noqa: BLE001 - an attempt must always produce a result
+        return result(
+            outcome="error",
+            error_class=ErrorClass.TRANSIENT,
+            error_type=type(exc).__name__,
+            error=str(exc),
+        )
+    except Exception as exc:
         log.exception("attempt %s failed unexpectedly", task.idempotency_key)
-        return result(outcome="error", error_class=ErrorClass.PERMANENT,
-                      error_type=type(exc).__name__, error=str(exc))
+        return result(
+            outcome="error",
+            error_class=ErrorClass.PERMANENT,
+            error_type=type(exc).__name__,
+            error=str(exc),
+        )
     return result(outcome="ok", output=digest, test_results=test_results)
 
 

@@ -48,7 +48,9 @@ def verify_contract(files: Mapping[str, bytes], component_id: str) -> ComponentC
             f"{'.'.join(str(p) for p in e['loc']) or 'contract'}: {e['msg']}"
             for e in exc.errors()[:10]
         )
-        raise VerificationError(f"component {component_id!r}: invalid contract: {problems}") from exc
+        raise VerificationError(
+            f"component {component_id!r}: invalid contract: {problems}"
+        ) from exc
     if contract.component_id != component_id:
         raise VerificationError(
             f"component {component_id!r}: contract names component {contract.component_id!r}"
@@ -61,7 +63,9 @@ def count_tests(source: str) -> int:
     tree = ast.parse(source)
     count = 0
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "test"
+        ):
             count += 1
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             count += sum(
@@ -122,8 +126,16 @@ def run_contract_tests(
     files = {**implementation, **tests}
     request = SandboxRequest(
         command=[
-            "{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            f"--junitxml={report}", "-o", "junit_family=xunit1", TESTS_DIR,
+            "{python}",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            "-o",
+            "junit_family=xunit1",
+            TESTS_DIR,
         ],
         files=files,
         environment=environment.model_copy(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -90,7 +90,7 @@ class AuditLog:
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self.last_seq = stored.seq
-        return stored
+        return cast(E, stored)
 
     def close(self) -> None:
         if self._fh is not None:

@@ -77,14 +77,22 @@ def _progress() -> Progress:
 
 def _print_summary(state: RunState, project_dir: Path) -> None:
     table = Table(title=f"run {state.run_id}: {state.status.value}", title_justify="left")
-    for col in ("component", "contract", "test", "implement/integrate", "attempts", "tests",
-                "cost $"):
+    for col in (
+        "component",
+        "contract",
+        "test",
+        "implement/integrate",
+        "attempts",
+        "tests",
+        "cost $",
+    ):
         table.add_column(col)
     for row in summary_rows(state):
         phases = list(row["phases"].values())
         attempts = "/".join(str(a) for a in row["attempts"].values())
-        table.add_row(row["component_id"], *phases, attempts, row["tests"],
-                      f"{row['cost_usd']:.4f}")
+        table.add_row(
+            row["component_id"], *phases, attempts, row["tests"], f"{row['cost_usd']:.4f}"
+        )
     out.print(table)
     usage = state.usage
     out.print(
@@ -107,21 +115,27 @@ def _exit_for(state: RunState) -> int:
 @app.command()
 def run(
     tree: Annotated[Path, typer.Argument(help="tree.json (Pact's format) or tree.yaml")],
-    project: Annotated[Path, typer.Option("--project", envvar="PACT_PROJECT",
-                                          help="Project directory to run into")],
+    project: Annotated[
+        Path, typer.Option("--project", envvar="PACT_PROJECT", help="Project directory to run into")
+    ],
     agent: Annotated[str, typer.Option(envvar="PACT_AGENT", help="Agent backend")] = "replay",
-    replay_dir: Annotated[Path | None, typer.Option(envvar="PACT_REPLAY_DIR",
-                                                    help="Artifacts for the replay agent")] = None,
-    workers: Annotated[int, typer.Option(envvar="PACT_WORKERS",
-                                         help="Attempts run at once")] = 4,
+    replay_dir: Annotated[
+        Path | None, typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent")
+    ] = None,
+    workers: Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")] = 4,
     sandbox: Annotated[str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox")] = "local",
 ) -> None:
     """Run every component of TREE through contract, test and implementation."""
     try:
         with _progress() as progress:
             state = commands.run_tree(
-                tree_path=tree, project_dir=project, agent_name=agent, replay_dir=replay_dir,
-                workers=workers, sandbox_name=sandbox, listener=_ProgressListener(progress),
+                tree_path=tree,
+                project_dir=project,
+                agent_name=agent,
+                replay_dir=replay_dir,
+                workers=workers,
+                sandbox_name=sandbox,
+                listener=_ProgressListener(progress),
             )
     except InputError as exc:
         raise _bad_input(exc) from exc
@@ -131,8 +145,9 @@ def run(
 
 @app.command()
 def status(
-    project: Annotated[Path, typer.Argument(help="Project directory of a run",
-                                            envvar="PACT_PROJECT")],
+    project: Annotated[
+        Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Show a run's state, rebuilt from its audit log."""
@@ -163,8 +178,9 @@ def status(
 
 @app.command()
 def demo(
-    directory: Annotated[Path | None, typer.Argument(help="New or empty directory "
-                                                     "(default: a fresh temporary one)")] = None,
+    directory: Annotated[
+        Path | None, typer.Argument(help="New or empty directory (default: a fresh temporary one)")
+    ] = None,
     workers: Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")] = 4,
 ) -> None:
     """Run the bundled example project with the replay agent and print a summary."""

@@ -79,8 +79,14 @@ def run_tree(
         agent=agent.name,
         sandbox=sandbox.name,
     )
-    return drive_run(project=project, settings=settings, agent=agent, sandbox=sandbox,
-                     workers=workers, listener=listener)
+    return drive_run(
+        project=project,
+        settings=settings,
+        agent=agent,
+        sandbox=sandbox,
+        workers=workers,
+        listener=listener,
+    )
 
 
 def drive_run(

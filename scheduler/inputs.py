@@ -25,8 +25,11 @@ def component_spec(state: RunState, component_id: str) -> Bundle:
         "description": node.description,
         "parent_id": node.parent_id,
         "children": [
-            {"component_id": c, "name": state.tree.nodes[c].name,
-             "description": state.tree.nodes[c].description}
+            {
+                "component_id": c,
+                "name": state.tree.nodes[c].name,
+                "description": state.tree.nodes[c].description,
+            }
             for c in node.children
         ],
         "dependencies": state.dependencies.get(component_id, []),
@@ -61,7 +64,9 @@ def build_inputs(
         inputs["dep_contracts"] = _contracts(state, store, deps)
         return inputs, verify
     inputs["contract"] = _output(state, component_id, Phase.CONTRACT)
-    related = [*deps, *state.tree.nodes[component_id].children] if phase is Phase.INTEGRATE else deps
+    related = (
+        [*deps, *state.tree.nodes[component_id].children] if phase is Phase.INTEGRATE else deps
+    )
     inputs["dep_contracts"] = _contracts(state, store, list(dict.fromkeys(related)))
     if phase is Phase.TEST:
         return inputs, verify

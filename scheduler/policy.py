@@ -29,7 +29,7 @@ class Decision:
 
 def backoff_s(failures: int, *, base_s: float, cap_s: float, rng: random.Random) -> float:
     """Exponential backoff with equal jitter: half fixed, half random, capped."""
-    ceiling = min(cap_s, base_s * (2 ** max(failures - 1, 0)))
+    ceiling = min(cap_s, base_s * float(2 ** max(failures - 1, 0)))
     return ceiling / 2 + rng.random() * ceiling / 2
 
 
@@ -51,7 +51,8 @@ def decide(
         failures = item.transient_failures + 1
         if failures > settings.max_retries:
             return Decision(
-                "give_up", reason=f"still failing after {settings.max_retries} retries: {result.error}"
+                "give_up",
+                reason=f"still failing after {settings.max_retries} retries: {result.error}",
             )
         delay = backoff_s(
             failures, base_s=settings.backoff_base_s, cap_s=settings.backoff_cap_s, rng=rng

@@ -42,10 +42,10 @@ from scheduler.events import (
 )
 from scheduler.executors.base import Executor
 from scheduler.inputs import build_inputs
-from scheduler.policy import INTERRUPTED, decide
+from scheduler.policy import decide
 from scheduler.project import ProjectDir
 from scheduler.settings import Settings
-from scheduler.state import RunState, RunStatus, apply, fold, item_key
+from scheduler.state import INTERRUPTED, RunState, RunStatus, apply, fold, item_key
 from scheduler.wavefront import WavefrontScheduler
 
 log = logging.getLogger(__name__)
@@ -260,8 +260,13 @@ class RunController:
             self._log(_dropped(result, "result for another run or an unknown item"))
             return
         if item.status not in IN_FLIGHT or item.attempt != result.attempt:
-            self._log(_dropped(result, f"attempt {result.attempt} is not the current attempt "
-                                       f"({item.attempt}, {item.status.value})"))
+            self._log(
+                _dropped(
+                    result,
+                    f"attempt {result.attempt} is not the current attempt "
+                    f"({item.attempt}, {item.status.value})",
+                )
+            )
             return
         if result.outcome == "ok" and result.output is not None:
             self._succeed(result)
@@ -275,10 +280,16 @@ class RunController:
             try:
                 discovered, external = self._contract_dependencies(result)
             except VerificationError as exc:
-                self._fail(result.model_copy(update={
-                    "outcome": "error", "error_class": ErrorClass.PERMANENT,
-                    "error_type": "dependency_cycle", "error": str(exc),
-                }))
+                self._fail(
+                    result.model_copy(
+                        update={
+                            "outcome": "error",
+                            "error_class": ErrorClass.PERMANENT,
+                            "error_type": "dependency_cycle",
+                            "error": str(exc),
+                        }
+                    )
+                )
                 return
         files = sorted(self.store.get_manifest(result.output or ""))
         self._log(
@@ -311,9 +322,14 @@ class RunController:
         if new:
             deps = {c: list(v) for c, v in self.state.dependencies.items()}
             deps[cid] = [*known, *new]
-            tree = self.state.tree.model_copy(update={"nodes": {
-                c: n.model_copy(update={"dependencies": deps.get(c, [])}) for c, n in nodes.items()
-            }})
+            tree = self.state.tree.model_copy(
+                update={
+                    "nodes": {
+                        c: n.model_copy(update={"dependencies": deps.get(c, [])})
+                        for c, n in nodes.items()
+                    }
+                }
+            )
             cycle = find_cycle(implementation_edges(tree))
             if cycle:
                 raise VerificationError(
@@ -343,20 +359,25 @@ class RunController:
         if decision.action == "give_up":
             self._poison(result.component_id, result.phase)
         elif decision.action == "pause":
-            self._log(RunPaused(reason=f"{result.component_id}/{result.phase.value}: "
-                                       f"{decision.reason}",
-                                recommendation="fix the worker environment, then `pact resume`"))
+            self._log(
+                RunPaused(
+                    reason=f"{result.component_id}/{result.phase.value}: {decision.reason}",
+                    recommendation="fix the worker environment, then `pact resume`",
+                )
+            )
 
     def _poison(self, component_id: str, phase: Phase) -> None:
         assert self.scheduler is not None
         downstream = [
-            k for k in self.scheduler.graph.downstream((component_id, phase))
-            if self.state.item(*k).status not in {ItemStatus.DONE, ItemStatus.FAILED,
-                                                  ItemStatus.POISONED}
+            k
+            for k in self.scheduler.graph.downstream((component_id, phase))
+            if self.state.item(*k).status
+            not in {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED}
         ]
         if downstream:
-            self._log(ItemsPoisoned(root_component=component_id, root_phase=phase,
-                                    items=downstream))
+            self._log(
+                ItemsPoisoned(root_component=component_id, root_phase=phase, items=downstream)
+            )
 
     def _promote(self, component_id: str, phase: Phase) -> None:
         item = self.state.item(component_id, phase)
@@ -369,7 +390,8 @@ class RunController:
 
     def _pending_retry_times(self) -> list[float]:
         return [
-            i.retry_at for i in self.state.items.values()
+            i.retry_at
+            for i in self.state.items.values()
             if i.status is ItemStatus.PENDING and i.retry_at is not None
         ]
 
@@ -425,13 +447,15 @@ def summary_rows(state: RunState) -> list[dict[str, Any]]:
         items = [state.items[k] for k in state.items if k.startswith(f"{cid}/")]
         final = items[-1]
         tr = final.test_results
-        rows.append({
-            "component_id": cid,
-            "phases": {i.phase.value: i.status.value for i in items},
-            "attempts": {i.phase.value: i.attempt for i in items},
-            "tests": f"{tr.passed}/{tr.total}" if tr else "",
-            "cost_usd": round(sum(i.usage.cost_usd for i in items), 6),
-            "poisoned_by": next((i.poisoned_by for i in items if i.poisoned_by), None),
-            "last_error": next((i.last_error for i in reversed(items) if i.last_error), ""),
-        })
+        rows.append(
+            {
+                "component_id": cid,
+                "phases": {i.phase.value: i.status.value for i in items},
+                "attempts": {i.phase.value: i.attempt for i in items},
+                "tests": f"{tr.passed}/{tr.total}" if tr else "",
+                "cost_usd": round(sum(i.usage.cost_usd for i in items), 6),
+                "poisoned_by": next((i.poisoned_by for i in items if i.poisoned_by), None),
+                "last_error": next((i.last_error for i in reversed(items) if i.last_error), ""),
+            }
+        )
     return rows

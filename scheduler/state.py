@@ -7,8 +7,9 @@ replaying a log prefix twice can never double-count a result or a cost.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -36,7 +37,6 @@ from scheduler.events import (
     RunResumed,
     RunStarted,
 )
-
 
 #: ``error_type`` of an attempt lost because the scheduler itself stopped.
 INTERRUPTED = "interrupted"
@@ -243,7 +243,7 @@ def _spend(state: RunState, item: ItemState, phase: Phase, usage: Usage) -> None
     state.spend_by_phase[phase.value] = state.spend_by_phase.get(phase.value, 0.0) + usage.cost_usd
 
 
-_APPLY = {
+_APPLY: dict[type, Callable[[RunState, Any], None]] = {
     RunStarted: _run_started,
     ItemDispatched: _dispatched,
     ItemSucceeded: _succeeded,

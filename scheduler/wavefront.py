@@ -57,10 +57,14 @@ class WorkGraph:
         self, tree: DecompositionTree, dependencies: Mapping[str, Sequence[str]] | None = None
     ) -> None:
         self.tree = tree
-        deps = dependencies if dependencies is not None else {
-            cid: tree.internal_dependencies(cid) for cid in tree.nodes
+        deps = (
+            dependencies
+            if dependencies is not None
+            else {cid: tree.internal_dependencies(cid) for cid in tree.nodes}
+        )
+        self.dependencies = {
+            cid: [d for d in deps.get(cid, ()) if d in tree.nodes] for cid in tree.nodes
         }
-        self.dependencies = {cid: [d for d in deps.get(cid, ()) if d in tree.nodes] for cid in tree.nodes}
 
     @cached_property
     def keys(self) -> list[Key]:
@@ -153,9 +157,7 @@ class WavefrontScheduler:
             for cid, p in self.graph.keys
         }
         not_before = {
-            (cid, p): t
-            for cid, cs in component_states.items()
-            for p, t in cs.not_before.items()
+            (cid, p): t for cid, cs in component_states.items() for p, t in cs.not_before.items()
         }
         return [(c, p.value) for c, p in self._ready(statuses, not_before, now)]
 
@@ -185,8 +187,10 @@ class WavefrontScheduler:
 
     def is_active(self) -> bool:
         statuses = self._statuses()
-        return any(s not in {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED}
-                   for s in statuses.values())
+        return any(
+            s not in {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED}
+            for s in statuses.values()
+        )
 
     def _statuses(self) -> dict[Key, ItemStatus]:
         return {
@@ -233,7 +237,11 @@ class WavefrontScheduler:
         for _, phase in running:
             role = ROLE_FOR_PHASE[phase].value
             per_role[role] = per_role.get(role, 0) + 1
-        free = None if self.max_concurrent_agents is None else self.max_concurrent_agents - len(running)
+        free = (
+            None
+            if self.max_concurrent_agents is None
+            else self.max_concurrent_agents - len(running)
+        )
         chosen: list[Key] = []
         for key in candidates:
             if free is not None and len(chosen) >= free:

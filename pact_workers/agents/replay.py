@@ -101,8 +101,10 @@ class ReplayAgent:
             raise TransientAgentError(step.transient)
         if step.permanent:
             raise PermanentAgentError(step.permanent)
-        base = self.directory / safe_relpath(step.files) if step.files else (
-            self.directory / request.component_id
+        base = (
+            self.directory / safe_relpath(step.files)
+            if step.files
+            else (self.directory / request.component_id)
         )
         files = self._read(base, request.phase)
         if not files:

@@ -37,9 +37,9 @@ class DecompositionNode(BaseModel):
     children: list[str] = Field(default_factory=list)
     dependencies: list[str] = Field(default_factory=list)
     contract: ComponentContract | None = None
-    implementation_status: Literal[
-        "pending", "contracted", "implemented", "tested", "failed"
-    ] = "pending"
+    implementation_status: Literal["pending", "contracted", "implemented", "tested", "failed"] = (
+        "pending"
+    )
     test_results: TestResults | None = None
 
     @field_validator("parent_id", mode="before")
@@ -118,7 +118,7 @@ def find_cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
         colour[start] = grey
         while stack:
             node, it = stack[-1]
-            nxt = next(iter(it), None)  # type: ignore[call-overload]
+            nxt = next(iter(it), None)
             if nxt is None:
                 colour[node] = black
                 stack.pop()
@@ -168,7 +168,7 @@ def parse_tree_text(text: str, where: str, *, yaml_format: bool) -> Any:
         raise TreeError(f"{where}: the file is empty; a tree needs root_id and nodes")
     if yaml_format:
         try:
-            return yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - safe loader subclass
+            return yaml.load(text, Loader=_StrictYamlLoader)
         except _DuplicateKey as exc:
             raise TreeError(f"{where}: {exc}") from exc
         except yaml.YAMLError as exc:
@@ -199,9 +199,7 @@ def tree_from_data(data: Any, where: str) -> DecompositionTree:
         problems = [
             f"nodes.{key}: key does not match its component_id {node.get('component_id')!r}"
             for key, node in nodes.items()
-            if isinstance(node, dict)
-            and "component_id" in node
-            and node["component_id"] != key
+            if isinstance(node, dict) and "component_id" in node and node["component_id"] != key
         ]
         if problems:
             raise TreeError(f"{where}: " + "; ".join(problems))
@@ -354,5 +352,5 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[
 
 _StrictYamlLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_mapping,  # type: ignore[arg-type]
+    _construct_mapping,
 )

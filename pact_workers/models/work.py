@@ -55,7 +55,9 @@ class ItemStatus(StrEnum):
 
 
 #: Statuses an item never leaves on its own.
-TERMINAL = frozenset({ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED, ItemStatus.CANCELLED})
+TERMINAL = frozenset(
+    {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED, ItemStatus.CANCELLED}
+)
 #: Statuses of an item that holds a worker slot.
 IN_FLIGHT = frozenset({ItemStatus.DISPATCHED, ItemStatus.RUNNING, ItemStatus.VERIFYING})
 

@@ -12,9 +12,10 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pact_workers.errors import ArtifactError, EnvironmentSpecError, SandboxError
+from pact_workers.errors import ArtifactError, SandboxError
 from pact_workers.sandbox.base import (
     MAX_COLLECT_FILES,
     SandboxRequest,
@@ -41,10 +42,7 @@ class LocalSandbox:
             pythonpath = os.pathsep.join(
                 str(workspace / safe_relpath(p)) for p in request.pythonpath
             )
-            try:
-                env = request.environment.build_env(pythonpath)
-            except EnvironmentSpecError:
-                raise
+            env = request.environment.build_env(pythonpath)
             python = request.environment.resolve_python(env["PATH"]) or "python3"
             argv = [python if arg == "{python}" else arg for arg in request.command]
             out_path, err_path = base / "stdout", base / "stderr"
@@ -72,8 +70,12 @@ class LocalSandbox:
                     _kill_group(proc.pid)
                     proc.wait()
             duration = time.monotonic() - started
-            stdout, trunc_out = cap_text(_read_tail(out_path, request.max_output_bytes), request.max_output_bytes)
-            stderr, trunc_err = cap_text(_read_tail(err_path, request.max_output_bytes), request.max_output_bytes)
+            stdout, trunc_out = cap_text(
+                _read_tail(out_path, request.max_output_bytes), request.max_output_bytes
+            )
+            stderr, trunc_err = cap_text(
+                _read_tail(err_path, request.max_output_bytes), request.max_output_bytes
+            )
             files = collect_files(workspace, request.collect, request.max_collect_bytes)
             return SandboxResult(
                 exit_code=-signal.SIGKILL if timed_out else proc.returncode,
@@ -101,17 +103,16 @@ def _read_tail(path: Path, limit: int) -> bytes:
         return fh.read()
 
 
-def write_files(workspace: Path, files: dict[str, bytes] | object) -> None:
+def write_files(workspace: Path, files: Mapping[str, bytes]) -> None:
     """Materialise ``files`` under ``workspace``; every path is checked first."""
-    items = dict(files)  # type: ignore[call-overload]
-    checked = {safe_relpath(p): data for p, data in items.items()}
+    checked = {safe_relpath(p): data for p, data in files.items()}
     for rel, data in checked.items():
         target = workspace / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 
 
-def collect_files(workspace: Path, wanted: object, max_bytes: int) -> dict[str, bytes]:
+def collect_files(workspace: Path, wanted: Sequence[str], max_bytes: int) -> dict[str, bytes]:
     """Read the requested files or directories back, refusing anything that escapes.
 
     Raises:
@@ -120,7 +121,7 @@ def collect_files(workspace: Path, wanted: object, max_bytes: int) -> dict[str, 
     out: dict[str, bytes] = {}
     total = 0
     root = workspace.resolve()
-    for want in wanted:  # type: ignore[attr-defined]
+    for want in wanted:
         rel = safe_relpath(want)
         start = workspace / rel
         if start.is_symlink():

@@ -20,12 +20,24 @@ def events() -> list[object]:
     return [
         RunStarted(run_id="r1", tree=TREE),
         ItemDispatched(component_id="B", phase=Phase.CONTRACT, attempt=1, role="contract_author"),
-        ItemSucceeded(component_id="B", phase=Phase.CONTRACT, attempt=1, output="sha256:x",
-                      usage=Usage(input_tokens=10, output_tokens=5, cost_usd=0.5)),
+        ItemSucceeded(
+            component_id="B",
+            phase=Phase.CONTRACT,
+            attempt=1,
+            output="sha256:x",
+            usage=Usage(input_tokens=10, output_tokens=5, cost_usd=0.5),
+        ),
         ItemDispatched(component_id="C", phase=Phase.CONTRACT, attempt=1, role="contract_author"),
-        ItemFailed(component_id="C", phase=Phase.CONTRACT, attempt=1,
-                   error_class=ErrorClass.TRANSIENT, error="reset", decision="retry",
-                   retry_at=5.0, usage=Usage(cost_usd=0.25)),
+        ItemFailed(
+            component_id="C",
+            phase=Phase.CONTRACT,
+            attempt=1,
+            error_class=ErrorClass.TRANSIENT,
+            error="reset",
+            decision="retry",
+            retry_at=5.0,
+            usage=Usage(cost_usd=0.25),
+        ),
     ]
 
 

@@ -36,8 +36,13 @@ def test_each_run_gets_a_fresh_workspace() -> None:
 def test_environment_comes_from_the_spec() -> None:
     spec = EnvironmentSpec(python_path=sys.executable, required_tools=[], env_vars={"X_FLAG": "7"})
     req = SandboxRequest(
-        command=["{python}", "-c", "import os; print(os.environ['X_FLAG'], os.environ['PYTHONPATH'])"],
-        environment=spec, pythonpath=["src"],
+        command=[
+            "{python}",
+            "-c",
+            "import os; print(os.environ['X_FLAG'], os.environ['PYTHONPATH'])",
+        ],
+        environment=spec,
+        pythonpath=["src"],
     )
     res = LocalSandbox().run(req)
     flag, path = res.stdout.split()

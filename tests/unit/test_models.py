@@ -49,3 +49,15 @@ def test_zero_of_zero_tests_is_not_a_pass() -> None:
     assert TestResults(total=3, passed=3).all_passed
     assert not TestResults(total=3, passed=2, failed=1).all_passed
     assert not TestResults(total=2, passed=0, skipped=2).all_passed
+
+
+def test_yaml_tree_with_the_same_fields_loads_the_same(tmp_path, example) -> None:  # type: ignore[no-untyped-def]
+    import yaml
+
+    as_json = load_tree(example / "tree.json")
+    raw = json.loads((example / "tree.json").read_text())
+    (tmp_path / "tree.yaml").write_text(yaml.safe_dump(raw))
+    assert load_tree(tmp_path / "tree.yaml") == as_json
+    listed = {"root_id": raw["root_id"], "nodes": list(raw["nodes"].values())}
+    (tmp_path / "listed.yml").write_text(yaml.safe_dump(listed))
+    assert load_tree(tmp_path / "listed.yml") == as_json

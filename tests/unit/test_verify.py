@@ -22,7 +22,9 @@ from pact_workers.verify import (
 ENV = EnvironmentSpec(python_path=sys.executable)
 
 CONTRACT = {
-    "component_id": "adder", "name": "Adder", "description": "adds",
+    "component_id": "adder",
+    "name": "Adder",
+    "description": "adds",
     "functions": [{"name": "add", "description": "a+b", "inputs": [], "output_type": "int"}],
 }
 TESTS = b"""
@@ -70,8 +72,11 @@ def test_implementation_may_not_shadow_the_harness() -> None:
 
 def run_tests(impl: bytes) -> object:
     results, _ = run_contract_tests(
-        LocalSandbox(), implementation={"src/adder.py": impl},
-        tests={"tests/contract_test.py": TESTS}, environment=ENV, timeout_s=60,
+        LocalSandbox(),
+        implementation={"src/adder.py": impl},
+        tests={"tests/contract_test.py": TESTS},
+        environment=ENV,
+        timeout_s=60,
     )
     return results
 

@@ -14,15 +14,19 @@ from scheduler.wavefront import ComponentState, SchedulingMode, WavefrontSchedul
 from tests.conftest import shared_data
 
 
-def make_tree(children: dict[str, list[str]], deps: dict[str, list[str]] | None = None,
-              root: str = "A") -> DecompositionTree:
+def make_tree(
+    children: dict[str, list[str]], deps: dict[str, list[str]] | None = None, root: str = "A"
+) -> DecompositionTree:
     parents = {c: p for p, cs in children.items() for c in cs}
     ids = [root, *parents]
     nodes: dict[str, Any] = {}
     for cid in ids:
         nodes[cid] = {
-            "component_id": cid, "name": cid, "parent_id": parents.get(cid, ""),
-            "children": children.get(cid, []), "dependencies": (deps or {}).get(cid, []),
+            "component_id": cid,
+            "name": cid,
+            "parent_id": parents.get(cid, ""),
+            "children": children.get(cid, []),
+            "dependencies": (deps or {}).get(cid, []),
         }
     return tree_from_data({"root_id": root, "nodes": nodes}, "<test>")
 
@@ -146,9 +150,7 @@ def test_stigmergy_first_ready_set_is_the_components_without_internal_dependenci
     tree = load_tree(shared_data("stigmergy", "decomposition", "tree.json"))
     deps = json.loads(shared_data("stigmergy", "dependencies.json").read_text())
     tree = tree.with_dependencies(deps["internal"])
-    expected = {
-        (cid, "contract") for cid in tree.nodes if not tree.internal_dependencies(cid)
-    }
+    expected = {(cid, "contract") for cid in tree.nodes if not tree.internal_dependencies(cid)}
     assert len(expected) == 27 - sum(1 for v in deps["internal"].values() if v)
     ready = WavefrontScheduler(tree).compute_ready_set(tree, {})
     assert set(ready) == expected

@@ -3,7 +3,6 @@
 import dataclasses
 
 import pytest
-
 from ast_nodes import (
     BINARY_OPERATORS,
     BinaryOp,
@@ -43,7 +42,7 @@ def test_variable_and_call_names_must_be_ascii_identifiers():
 
 
 def test_operator_sets_are_enforced():
-    assert BINARY_OPERATORS == frozenset({"+", "-", "*", "/", "^"})
+    assert frozenset({"+", "-", "*", "/", "^"}) == BINARY_OPERATORS
     with pytest.raises(ValueError):
         BinaryOp("%", Number(1), Number(2))
     with pytest.raises(ValueError):

@@ -3,7 +3,6 @@
 import math
 
 import pytest
-
 from calculator import STAGES, CalculatorError, evaluate, explain, required_variables
 from evaluation import EvaluationError
 from lexing import LexError

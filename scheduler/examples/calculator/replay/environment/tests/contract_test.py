@@ -3,7 +3,6 @@
 import math
 
 import pytest
-
 from environment import ArityError, Builtin, Environment, UndefinedNameError
 
 

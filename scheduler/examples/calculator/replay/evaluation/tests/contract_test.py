@@ -3,10 +3,9 @@ evaluate_with."""
 
 import math
 
-import pytest
-
 import environment
 import evaluator
+import pytest
 from ast_nodes import BinaryOp, Call, Number, Variable
 from evaluation import (
     Environment,

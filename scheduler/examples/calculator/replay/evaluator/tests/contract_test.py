@@ -3,7 +3,6 @@
 import math
 
 import pytest
-
 from ast_nodes import BinaryOp, Call, Number, UnaryOp, Variable
 from environment import ArityError, Environment, UndefinedNameError
 from evaluator import MAX_INT_EXPONENT, EvaluationError, evaluate_node

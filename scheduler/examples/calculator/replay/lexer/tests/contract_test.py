@@ -1,7 +1,6 @@
 """Contract tests for lexer.tokenize and lexer.LexError."""
 
 import pytest
-
 from lexer import LexError, tokenize
 from tokens import Token, TokenKind
 

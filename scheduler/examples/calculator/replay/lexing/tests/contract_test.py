@@ -1,8 +1,7 @@
 """Contract tests for the lexing facade: re-exports plus token_kinds and token_texts."""
 
-import pytest
-
 import lexer
+import pytest
 import tokens
 from lexing import LexError, Token, TokenKind, numeric_value, token_kinds, token_texts, tokenize
 

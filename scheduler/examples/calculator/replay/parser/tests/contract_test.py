@@ -5,7 +5,6 @@ small helper: the source must separate every token with one space.
 """
 
 import pytest
-
 from ast_nodes import BinaryOp, Call, Number, UnaryOp, Variable, format_node
 from parser import ParseError, parse
 from tokens import SYMBOLS, Token, TokenKind

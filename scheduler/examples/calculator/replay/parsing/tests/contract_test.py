@@ -4,10 +4,9 @@ Token lists are built by hand (the lexer is not part of this feature): the helpe
 expects every token separated by one space.
 """
 
-import pytest
-
 import ast_nodes
 import parser
+import pytest
 from parsing import (
     BinaryOp,
     Number,

@@ -4,7 +4,6 @@ numeric_value."""
 import dataclasses
 
 import pytest
-
 from tokens import SYMBOLS, Token, TokenKind, is_binary_operator, numeric_value, symbol_kind
 
 

@@ -1,0 +1,157 @@
+"""The CLI as a user runs it: real subprocesses, real exit codes, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA
+
+BAD_TREES = DATA / "bad_trees"
+
+#: Each malformed tree and the words its error message must contain.
+EXPECTED = {
+    "invalid_json.json": ["invalid JSON", "line 1"],
+    "invalid_yaml.yaml": ["invalid YAML", "line 5"],
+    "wrong_types.json": ["component 'a'", "children", "valid list"],
+    "wrong_type_depth.json": ["component 'app'", "depth", "integer"],
+    "duplicate_ids.json": ["duplicate", "'a'"],
+    "duplicate_ids.yaml": ["duplicate", "'a'"],
+    "unknown_parent.json": ["component 'b'", "unknown parent 'ghost'"],
+    "unknown_child.json": ["component 'app'", "unknown child 'ghost'"],
+    "unknown_dependency.json": ["component 'a'", "unknown dependency 'ghost'"],
+    "parent_children_disagree.json": ["component 'b'", "does not list it in children"],
+    "dependency_cycle.json": ["cycle", "a -> b -> a"],
+    "child_depends_on_parent.json": ["cycle", "f -> x -> f"],
+    "empty_nodes.json": ["no nodes"],
+    "empty_file.json": ["empty"],
+    "not_utf8.json": ["not UTF-8", "offset 72"],
+    "unknown_root.json": ["root_id 'main'"],
+    "key_mismatch.json": ["nodes.a", "'z'"],
+    "bad_component_id.json": ["a/../../etc", "identifier"],
+    "missing_field.json": ["component 'b'", "name", "required"],
+    "not_a_mapping.json": ["expected a mapping"],
+}
+
+
+def pact(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "scheduler.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def test_the_corpus_covers_every_file() -> None:
+    assert {p.name for p in BAD_TREES.iterdir()} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_malformed_tree_exits_2_with_a_clear_message_and_writes_nothing(
+    name: str, tmp_path: Path, example: Path
+) -> None:
+    project = tmp_path / "project"
+    res = pact(
+        "run",
+        str(BAD_TREES / name),
+        "--project",
+        str(project),
+        "--replay-dir",
+        str(example / "replay"),
+    )
+    assert res.returncode == 2, res.stdout + res.stderr
+    message = " ".join(res.stderr.split())
+    assert name in message
+    for words in EXPECTED[name]:
+        assert words in message, message
+    assert not project.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_tree_file_exits_2(tmp_path: Path, example: Path) -> None:
+    res = pact(
+        "run",
+        str(tmp_path / "nope.json"),
+        "--project",
+        str(tmp_path / "p"),
+        "--replay-dir",
+        str(example / "replay"),
+    )
+    assert res.returncode == 2 and "no such file" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--workers", "0"], "--workers must be at least 1"),
+        (["--agent", "oracle"], "unknown agent 'oracle'"),
+        (["--sandbox", "vm"], "unknown sandbox 'vm'"),
+    ],
+)
+def test_bad_options_exit_2_and_write_nothing(
+    args: list[str], words: str, tmp_path: Path, example: Path
+) -> None:
+    res = pact(
+        "run",
+        str(example / "tree.json"),
+        "--project",
+        str(tmp_path / "p"),
+        "--replay-dir",
+        str(example / "replay"),
+        *args,
+    )
+    assert res.returncode == 2 and words in " ".join(res.stderr.split())
+    assert not (tmp_path / "p").exists()
+
+
+def test_bad_settings_file_names_the_key(tmp_path: Path, example: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pact.yaml").write_text("max_retries: 2\nmax_retires: 5\n")
+    res = pact(
+        "run",
+        str(example / "tree.json"),
+        "--project",
+        str(project),
+        "--replay-dir",
+        str(example / "replay"),
+    )
+    assert res.returncode == 2 and "unknown key 'max_retires'" in res.stderr
+    assert sorted(p.name for p in project.iterdir()) == ["pact.yaml"]
+
+
+def test_demo_runs_the_example_and_status_reports_it(tmp_path: Path) -> None:
+    project = tmp_path / "demo"
+    res = pact("demo", str(project))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "completed" in res.stdout and "evaluator" in res.stdout
+    status = pact("status", str(project), "--json")
+    assert status.returncode == 0, status.stderr
+    doc = json.loads(status.stdout)
+    assert doc["status"] == "completed"
+    assert doc["items"] == {"done": 30}
+    assert doc["usage"]["cost_usd"] > 0
+    rerun = pact("run", str(project / "tree.json"), "--project", str(project))
+    assert rerun.returncode == 2 and "already holds a run" in rerun.stderr
+
+
+def test_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    res = pact("demo", str(tmp_path))
+    assert res.returncode == 2 and "empty directory" in res.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_status_of_a_directory_without_a_run_exits_2(tmp_path: Path) -> None:
+    res = pact("status", str(tmp_path))
+    assert res.returncode == 2 and "no pact run here" in res.stderr
