@@ -18,8 +18,9 @@ from scheduler.commands import example_dir
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
-#: Real Pact documents shipped beside the repository (read-only).
-SHARED_DATA = REPO.parent / "shared" / "data"
+#: Real Pact documents (MIT-licensed, see the READMEs there): the stigmergy tree and
+#: contracts, and pact-bench run records.
+SHARED_DATA = DATA / "real"
 
 
 def require_service(name: str, reason: str) -> None:
@@ -30,8 +31,7 @@ def require_service(name: str, reason: str) -> None:
 
 def shared_data(*parts: str) -> Path:
     path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared data {path} not present")
+    assert path.exists(), f"{path} is missing from the repository"
     return path
 
 
