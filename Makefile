@@ -24,8 +24,8 @@ test: $(BIN)/pact services lint typecheck
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/pact
-	$(BIN)/ruff check pact_workers scheduler tests bench
-	$(BIN)/ruff format --check pact_workers scheduler tests bench
+	$(BIN)/ruff check pact_workers scheduler tests
+	$(BIN)/ruff format --check pact_workers scheduler tests
 
 typecheck: $(BIN)/pact
 	$(BIN)/mypy
