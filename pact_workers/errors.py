@@ -31,7 +31,7 @@ class ArtifactError(InputError):
     """An artifact that is malformed, too large, or escapes its workspace."""
 
 
-class RunDirError(InputError):
+class RunDirError(InputError, ValueError):
     """A project directory that is not in the state the command needs."""
 
 

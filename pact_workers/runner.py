@@ -11,18 +11,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from pact_workers.agents.base import Agent, AgentRequest
 from pact_workers.artifacts import ArtifactStore, Bundle
-from pact_workers.errors import (
-    ArtifactError,
-    EnvironmentSpecError,
-    PermanentAgentError,
-    SandboxError,
-    TransientAgentError,
-    VerificationError,
-)
+from pact_workers.classify import classify_error
+from pact_workers.errors import ArtifactError, PactError, VerificationError
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import ErrorClass, Phase, ResultMessage, TaskMessage, Usage
 from pact_workers.sandbox.base import Sandbox, safe_relpath
@@ -42,11 +36,21 @@ TESTS_FAILED = "tests_failed"
 
 
 def execute_task(
-    task: TaskMessage, *, agent: Agent, sandbox: Sandbox, store: ArtifactStore
+    task: TaskMessage,
+    *,
+    agent: Agent,
+    sandbox: Sandbox,
+    store: ArtifactStore,
+    on_progress: Callable[[str], None] | None = None,
 ) -> ResultMessage:
-    """Run the agent for ``task``, verify its output, and describe what happened."""
+    """Run the agent for ``task``, verify its output, and describe what happened.
+
+    ``on_progress`` is called with a stage name ("agent", "verify") as the
+    attempt moves on; executors turn it into the heartbeat that renews the lease.
+    """
     started = time.monotonic()
     usage = Usage()
+    progress = on_progress or (lambda _stage: None)
 
     def result(**fields: object) -> ResultMessage:
         return ResultMessage(
@@ -61,6 +65,7 @@ def execute_task(
 
     try:
         inputs = {name: store.get_bundle(d) for name, d in task.inputs.items()}
+        progress("agent")
         output = agent.produce(
             AgentRequest(
                 run_id=task.run_id,
@@ -74,22 +79,9 @@ def execute_task(
         )
         usage = output.usage
         files = {safe_relpath(p): d for p, d in output.files.items()}
+        progress("verify")
         test_results = _verify(task, files, sandbox=sandbox, store=store)
         digest = store.put_bundle(files)
-    except TransientAgentError as exc:
-        return result(
-            outcome="error",
-            error_class=ErrorClass.TRANSIENT,
-            error_type=type(exc).__name__,
-            error=str(exc),
-        )
-    except PermanentAgentError as exc:
-        return result(
-            outcome="error",
-            error_class=ErrorClass.PERMANENT,
-            error_type=type(exc).__name__,
-            error=str(exc),
-        )
     except _TestsFailed as exc:
         return result(
             outcome="error",
@@ -102,27 +94,13 @@ def execute_task(
         return result(
             outcome="error", error_class=ErrorClass.PERMANENT, error_type=REJECTED, error=str(exc)
         )
-    except EnvironmentSpecError as exc:
+    except Exception as exc:  # an attempt must always produce a result
+        cls = classify_error(exc, {"component_id": task.component_id, "phase": task.phase.value})
+        if not isinstance(exc, PactError):
+            log.exception("attempt %s failed unexpectedly", task.idempotency_key)
+        message = str(exc) if isinstance(exc, PactError) else f"{type(exc).__name__}: {exc}"
         return result(
-            outcome="error",
-            error_class=ErrorClass.SYSTEMIC,
-            error_type=type(exc).__name__,
-            error=str(exc),
-        )
-    except (SandboxError, TimeoutError, ConnectionError, OSError) as exc:
-        return result(
-            outcome="error",
-            error_class=ErrorClass.TRANSIENT,
-            error_type=type(exc).__name__,
-            error=str(exc),
-        )
-    except Exception as exc:
-        log.exception("attempt %s failed unexpectedly", task.idempotency_key)
-        return result(
-            outcome="error",
-            error_class=ErrorClass.PERMANENT,
-            error_type=type(exc).__name__,
-            error=str(exc),
+            outcome="error", error_class=cls, error_type=type(exc).__name__, error=message
         )
     return result(outcome="ok", output=digest, test_results=test_results)
 

@@ -21,8 +21,11 @@ from rich.table import Table
 from pact_workers.errors import InputError
 from pact_workers.models.work import ItemStatus
 from scheduler import commands
+from scheduler.budget import PhaseBudget
 from scheduler.events import Event, ItemDispatched, ItemFailed
-from scheduler.run import summary_rows
+from scheduler.project import ProjectDir
+from scheduler.report import poisoned_items, summary_rows
+from scheduler.settings import load_settings
 from scheduler.state import RunState, RunStatus
 
 app = typer.Typer(
@@ -73,6 +76,45 @@ def _progress() -> Progress:
         console=err,
         transient=True,
     )
+
+
+def _print_details(state: RunState, project_dir: Path, problems: list[str]) -> None:
+    """What ``pact status`` adds to the summary: poison, suspension, spend, consistency."""
+    for key, root in poisoned_items(state):
+        out.print(
+            f"poisoned: {key} (root cause: {root}: {state.items[root].last_error})", highlight=False
+        )
+    for key, item in state.items.items():
+        if item.suspension is not None and item.status is not ItemStatus.DONE:
+            out.print(
+                f"suspended ({item.suspension.value}): {key}: {item.suspension_reason}",
+                highlight=False,
+            )
+    try:
+        settings = load_settings(ProjectDir(project_dir).settings_path)
+    except InputError as exc:
+        err.print(f"[yellow]warning:[/] {exc}", highlight=False)
+        settings = None
+    budget = PhaseBudget(
+        phase_spend=dict(state.spend_by_phase),
+        phase_caps=settings.budget.phase_caps if settings else {},
+    )
+    total = settings.budget_usd if settings else None
+    table = Table(title="spend by phase", title_justify="left")
+    for col in ("phase", "spent $", "cap $", "remaining $"):
+        table.add_column(col)
+    for phase, row in budget.phase_summary(total).items():
+        table.add_row(
+            phase,
+            f"{row['spent']:.4f}",
+            "" if row.get("cap") is None else f"{row['cap']:.4f}",
+            "" if row.get("remaining") is None else f"{row['remaining']:.4f}",
+        )
+    out.print(table)
+    if total is not None:
+        out.print(f"total budget: ${state.usage.cost_usd:.4f} of ${total:.2f}")
+    for problem in problems:
+        out.print(f"[yellow]inconsistent:[/] {problem}", highlight=False)
 
 
 def _print_summary(state: RunState, project_dir: Path) -> None:
@@ -153,6 +195,7 @@ def status(
     """Show a run's state, rebuilt from its audit log."""
     try:
         state, warnings = commands.read_status(project_dir=project)
+        problems = commands.state_json_problems(project_dir=project)
     except InputError as exc:
         raise _bad_input(exc) from exc
     if as_json:
@@ -166,6 +209,10 @@ def status(
             "spend_by_phase": state.spend_by_phase,
             "items": state.counts(),
             "components": summary_rows(state),
+            "poisoned": dict(poisoned_items(state)),
+            "pattern_type": state.pattern_type,
+            "affected_components": state.affected_components,
+            "inconsistencies": problems,
             "warnings": warnings,
         }
         out.print_json(json.dumps(doc))
@@ -173,7 +220,84 @@ def status(
         for warning in warnings:
             err.print(f"[yellow]warning:[/] {warning}", highlight=False)
         _print_summary(state, project)
+        _print_details(state, project, problems)
     raise typer.Exit(EXIT_OK)
+
+
+@app.command()
+def resume(
+    project: Annotated[
+        Path,
+        typer.Argument(
+            help="Project directory of a failed, paused or interrupted run", envvar="PACT_PROJECT"
+        ),
+    ],
+    from_phase: Annotated[
+        str | None,
+        typer.Option(
+            "--from-phase",
+            envvar="PACT_FROM_PHASE",
+            help="Give failed items from this phase on a fresh start "
+            "(contract, implement, integrate)",
+        ),
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option(envvar="PACT_AGENT", help="Agent backend (default: the run's)")
+    ] = None,
+    replay_dir: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent (default: the run's)"
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")] = 4,
+    sandbox: Annotated[str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox")] = "local",
+) -> None:
+    """Resume a failed, paused or interrupted run; verified work is kept."""
+    try:
+        with _progress() as progress:
+            state, problems = commands.resume_run(
+                project_dir=project,
+                from_phase=from_phase,
+                agent_name=agent,
+                replay_dir=replay_dir,
+                workers=workers,
+                sandbox_name=sandbox,
+                listener=_ProgressListener(progress),
+            )
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    for problem in problems:
+        out.print(f"[yellow]repaired on resume:[/] {problem}", highlight=False)
+    _print_summary(state, project)
+    raise typer.Exit(_exit_for(state))
+
+
+@app.command()
+def rebuild(
+    project: Annotated[
+        Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", envvar="PACT_DRY_RUN", help="Report only; write nothing")
+    ] = False,
+) -> None:
+    """Rebuild state.json from the audit log and report what disagreed."""
+    try:
+        state, problems = commands.rebuild_run(project_dir=project, dry_run=dry_run)
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    for warning in state.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    for problem in problems:
+        out.print(f"inconsistent: {problem}", highlight=False)
+    if not problems:
+        out.print("state.json matches the audit log and the disk")
+    elif dry_run:
+        out.print(f"{len(problems)} inconsistencies; run without --dry-run to rewrite state.json")
+    else:
+        out.print(f"state.json rewritten from the audit log ({len(problems)} inconsistencies)")
+    raise typer.Exit(EXIT_FAILED if problems and dry_run else EXIT_OK)
 
 
 @app.command()

@@ -20,11 +20,14 @@ from pact_workers.errors import InputError, RunDirError
 from pact_workers.models.tree import load_tree
 from pact_workers.sandbox.base import Sandbox
 from pact_workers.sandbox.local import LocalSandbox
+from scheduler.audit import AuditLog
 from scheduler.executors.local import LocalExecutor
 from scheduler.project import ProjectDir
+from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
+from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.run import Listener, RunController, load_state, start_run
 from scheduler.settings import Settings, load_settings
-from scheduler.state import RunState
+from scheduler.state import RunState, RunStatus
 
 AGENTS = ("replay",)
 SANDBOXES = ("local",)
@@ -77,6 +80,7 @@ def run_tree(
         tree_bytes=tree_path.read_bytes(),
         settings=settings,
         agent=agent.name,
+        agent_options={"replay_dir": str(replay_dir.resolve())} if replay_dir else {},
         sandbox=sandbox.name,
     )
     return drive_run(
@@ -112,6 +116,84 @@ def drive_run(
 def read_status(*, project_dir: Path) -> tuple[RunState, list[str]]:
     """The run's state, folded from its audit log, and any warnings about the log."""
     return load_state(ProjectDir(project_dir))
+
+
+def state_json_problems(*, project_dir: Path) -> list[str]:
+    """How state.json and the disk disagree with the audit log (empty: consistent)."""
+    on_disk, error = read_state_json(project_dir)
+    if on_disk is None:
+        return [error or "state.json cannot be read"]
+    return validate_state_consistency(on_disk, project_dir)
+
+
+def resume_run(
+    *,
+    project_dir: Path,
+    from_phase: str | None = None,
+    agent_name: str | None = None,
+    replay_dir: Path | None = None,
+    workers: int = 4,
+    sandbox_name: str = "local",
+    listener: Listener | None = None,
+) -> tuple[RunState, list[str]]:
+    """Resume a failed, paused or interrupted run; returns its final state and what
+    was inconsistent on disk when it resumed (each fixed by the resume itself).
+
+    Raises:
+        InputError: nothing to resume, another process drives the run, bad options.
+    """
+    if workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
+    project = ProjectDir(project_dir)
+    project.require_run()
+    with AuditLog(project.audit_path):
+        pass  # fails at once when another pact process holds the run
+    state, _ = load_state(project)
+    settings = load_settings(project.settings_path)
+    agent = make_agent(
+        agent_name or state.agent or "replay",
+        replay_dir=replay_dir
+        or (
+            Path(state.agent_options["replay_dir"]) if "replay_dir" in state.agent_options else None
+        ),
+    )
+    sandbox = make_sandbox(sandbox_name)
+    _check_environment(settings)
+    problems = state_json_problems(project_dir=project_dir)
+    interrupted = state.status is RunStatus.ACTIVE
+    basis = state.model_copy(update={"status": RunStatus.PAUSED}) if interrupted else state
+    try:
+        strategy = compute_resume_strategy(basis, project, from_phase=from_phase)
+    except ValueError as exc:
+        raise InputError(f"{project_dir}: cannot resume: {exc}") from exc
+    if interrupted:
+        basis.pause_reason = "interrupted: the previous pact process stopped before the run ended"
+    execute_resume(
+        basis,
+        strategy,
+        inconsistencies=problems,
+        original_status="interrupted" if interrupted else None,
+    )
+    final = drive_run(
+        project=project,
+        settings=settings,
+        agent=agent,
+        sandbox=sandbox,
+        workers=workers,
+        listener=listener,
+    )
+    return final, problems
+
+
+def rebuild_run(*, project_dir: Path, dry_run: bool) -> tuple[RunState, list[str]]:
+    """Rebuild state.json from the audit log; returns the state and the inconsistencies
+    found in the old state.json (written over unless ``dry_run``)."""
+    project = ProjectDir(project_dir)
+    rebuilt = rebuild_state(project.root)
+    problems = state_json_problems(project_dir=project_dir)
+    if not dry_run:
+        project.write_state(rebuilt)
+    return rebuilt, problems
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from pact_workers.models.testing import TestResults
-from pact_workers.models.work import ErrorClass, FailureNote, Phase, Usage
+from pact_workers.models.work import ErrorClass, FailureNote, Phase, SuspensionKind, Usage
 
 
 def utc_now() -> str:
@@ -39,6 +39,8 @@ class RunStarted(_Event):
     tree: dict[str, Any]
     settings: dict[str, Any] = Field(default_factory=dict)
     agent: str = ""
+    #: How to rebuild the agent on resume (e.g. the replay directory); never secrets.
+    agent_options: dict[str, str] = Field(default_factory=dict)
     sandbox: str = ""
 
 
@@ -74,6 +76,18 @@ class ItemFailed(_ItemEvent):
     #: The policy's decision, recorded so that replaying the log needs no policy.
     decision: Literal["retry", "give_up", "pause"]
     retry_at: float | None = None
+    #: Typed suspension while the item cannot proceed (seed 002): ``wild`` for a
+    #: schema violation or a stalled agent, ``void`` for a contradiction (a cycle).
+    suspension: SuspensionKind | None = None
+
+
+class ItemsSuspended(_Event):
+    """Items that cannot be dispatched until a human acts (e.g. the budget is spent)."""
+
+    type: Literal["items_suspended"] = "items_suspended"
+    kind: SuspensionKind
+    reason: str
+    items: list[tuple[str, Phase]]
 
 
 class ItemsPoisoned(_Event):
@@ -99,12 +113,20 @@ class RunPaused(_Event):
     type: Literal["run_paused"] = "run_paused"
     reason: str
     recommendation: str = ""
+    pattern_type: str = ""
+    affected_components: list[str] = Field(default_factory=list)
 
 
 class RunResumed(_Event):
+    """``daemon_resume`` in Pact's terms: the original failure reason is kept here."""
+
     type: Literal["run_resumed"] = "run_resumed"
     original_status: str
     original_reason: str = ""
+    resume_phase: str = ""
+    #: Items given a fresh start (failed, poisoned or suspended ones).
+    reset_items: list[tuple[str, Phase]] = Field(default_factory=list)
+    inconsistencies: list[str] = Field(default_factory=list)
 
 
 class RunCompleted(_Event):
@@ -122,6 +144,7 @@ Event = Annotated[
     | ItemSucceeded
     | ItemFailed
     | ItemsPoisoned
+    | ItemsSuspended
     | ArtifactsPromoted
     | ResultDropped
     | RunPaused

@@ -3,6 +3,10 @@
 Every decision is written to the audit log (flushed and fsynced) before it is
 acted on, and the state is only ever changed by folding that event. After a
 crash, opening the run again replays the log and carries on from there.
+
+Policies are wired in here: the failure policy decides retries, the budget is
+checked before every dispatch, every in-flight attempt has a stall timeout
+per role (its lease), and systemic detection runs after every batch of results.
 """
 
 from __future__ import annotations
@@ -12,27 +16,31 @@ import random
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any
 
 from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import PactError, RunDirError, VerificationError
 from pact_workers.models.tree import DecompositionTree, find_cycle, implementation_edges
 from pact_workers.models.work import (
     IN_FLIGHT,
+    ROLE_FOR_PHASE,
     ErrorClass,
     ItemStatus,
     Phase,
     ResultMessage,
+    SuspensionKind,
     TaskMessage,
 )
 from pact_workers.verify import verify_contract
+from scheduler.activity import ActivityTracker
 from scheduler.audit import AuditLog, read_events
+from scheduler.budget import check_dispatch
 from scheduler.events import (
     ArtifactsPromoted,
     Event,
     ItemDispatched,
     ItemFailed,
     ItemsPoisoned,
+    ItemsSuspended,
     ItemSucceeded,
     ResultDropped,
     RunCompleted,
@@ -41,12 +49,14 @@ from scheduler.events import (
     RunStarted,
 )
 from scheduler.executors.base import Executor
+from scheduler.failures import recent_failures
 from scheduler.inputs import build_inputs
-from scheduler.policy import decide
+from scheduler.policy import DEPENDENCY_CYCLE, STALLED, decide
 from scheduler.project import ProjectDir
 from scheduler.settings import Settings
 from scheduler.state import INTERRUPTED, RunState, RunStatus, apply, fold, item_key
-from scheduler.wavefront import WavefrontScheduler
+from scheduler.systemic import detect_systemic_failure
+from scheduler.wavefront import Key, WavefrontScheduler
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +74,7 @@ def start_run(
     tree_bytes: bytes,
     settings: Settings,
     agent: str = "",
+    agent_options: dict[str, str] | None = None,
     sandbox: str = "",
     run_id: str | None = None,
 ) -> str:
@@ -83,6 +94,7 @@ def start_run(
                 tree=tree.model_dump(mode="json"),
                 settings=settings.model_dump(mode="json"),
                 agent=agent,
+                agent_options=dict(agent_options or {}),
                 sandbox=sandbox,
             )
         )
@@ -94,7 +106,10 @@ def load_state(project: ProjectDir) -> tuple[RunState, list[str]]:
     """Rebuild the state from the audit log (never from state.json)."""
     project.require_run()
     events, warnings = read_events(project.audit_path)
-    return fold(events), warnings
+    state = fold(events)
+    state.project_dir = str(project.root)
+    state.warnings = warnings
+    return state, warnings
 
 
 class RunController:
@@ -108,6 +123,7 @@ class RunController:
         store: ArtifactStore,
         settings: Settings,
         clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
         listener: Listener | None = None,
         rng: random.Random | None = None,
         poll_s: float = 0.5,
@@ -117,29 +133,44 @@ class RunController:
         self.store = store
         self.settings = settings
         self.clock = clock
+        self.sleep = sleep
         self.listener = listener
         self.rng = rng or random.Random()
         self.poll_s = poll_s
         self.audit = AuditLog(project.audit_path)
         self.state = RunState()
         self.scheduler: WavefrontScheduler | None = None
+        #: One tracker per in-flight attempt: its lease, renewed by worker activity.
+        self.trackers: dict[tuple[str, Phase, int], ActivityTracker] = {}
 
     # -- lifecycle --------------------------------------------------------
 
     def drive(self) -> RunState:
-        """Run until the run completes, fails or pauses; returns the final state."""
+        """Run until the run completes, fails or pauses; returns the final state.
+
+        A paused run dispatches nothing more but still applies the results of
+        attempts already in flight, so no finished work is thrown away.
+        """
         self.audit.open()
         try:
             self._recover()
-            while self.state.status is RunStatus.ACTIVE:
-                self._dispatch_ready()
+            while self.state.status is RunStatus.ACTIVE or (
+                self.state.status is RunStatus.PAUSED and self.state.in_flight()
+            ):
+                if self.state.status is RunStatus.ACTIVE:
+                    self._dispatch_ready()
                 if not self.state.in_flight():
                     if self._wait_for_retries():
                         continue
                     self._finish()
                     break
-                for result in self.executor.poll(self._poll_timeout()):
+                results = self.executor.poll(self._poll_timeout())
+                for result in results:
                     self._handle(result)
+                self._renew_leases()
+                self._expire_leases()
+                if results and self.state.status is RunStatus.ACTIVE:
+                    self._detect_systemic()
                 self.project.write_state(self.state)
             self.project.write_state(self.state)
             return self.state
@@ -151,6 +182,7 @@ class RunController:
         for warning in warnings:
             log.warning(warning)
         self.state = fold(events)
+        self.state.project_dir = str(self.project.root)
         if self.state.tree is None:
             raise RunDirError(f"{self.project.audit_path}: the log has no run_started event")
         self.scheduler = WavefrontScheduler(
@@ -179,10 +211,25 @@ class RunController:
                     retry_at=now,
                 )
             )
-        # Verified outputs whose promotion a crash cut short are promoted now.
+        # Verified outputs whose promotion a crash cut short, or whose files have
+        # gone missing from the project since, are promoted (again) from the store.
+        # Files that exist but differ are left alone: that is drift, for a human.
         for item in list(self.state.items.values()):
-            if item.status is ItemStatus.DONE and not item.promoted:
+            if item.status is ItemStatus.DONE and (
+                not item.promoted or self._files_missing(item.component_id, item.phase)
+            ):
                 self._promote(item.component_id, item.phase)
+
+    def _files_missing(self, component_id: str, phase: Phase) -> bool:
+        output = self.state.item(component_id, phase).output
+        dest = self.project.destination(component_id, phase)
+        if output is None:
+            return False
+        if phase is Phase.CONTRACT:
+            return not (dest / "interface.json").is_file()
+        return any(
+            not (dest / rel.split("/", 1)[1]).is_file() for rel in self.store.get_manifest(output)
+        )
 
     def _log(self, event: Event) -> Event:
         stored = self.audit.append(event)
@@ -195,8 +242,38 @@ class RunController:
 
     def _dispatch_ready(self) -> None:
         assert self.scheduler is not None
+        blocked: list[tuple[Key, str]] = []
         for cid, phase in self.scheduler.ready_for_state(self.state, now=self.clock()):
+            reason = check_dispatch(
+                phase.value,
+                spend_total=self.state.usage.cost_usd,
+                phase_spend=self.state.spend_by_phase,
+                budget=self.settings.budget,
+            )
+            if reason is not None:
+                blocked.append(((cid, phase), reason))
+                continue
             self._dispatch(cid, phase)
+        if blocked and not self.state.in_flight():
+            self._suspend_for_budget(blocked)
+
+    def _suspend_for_budget(self, blocked: list[tuple[Key, str]]) -> None:
+        """Nothing can be dispatched within the budget: the run stops until it is raised."""
+        reason = blocked[0][1]
+        pending = [
+            (i.component_id, i.phase)
+            for i in self.state.items.values()
+            if i.status is ItemStatus.PENDING
+        ]
+        self._log(
+            ItemsSuspended(kind=SuspensionKind.FAR, reason=f"budget: {reason}", items=pending)
+        )
+        self._log(
+            RunFailed(
+                reason=f"budget exceeded: {reason}; raise budget_usd or phase_caps in "
+                "pact.yaml, then `pact resume`"
+            )
+        )
 
     def _dispatch(self, component_id: str, phase: Phase) -> None:
         item = self.state.item(component_id, phase)
@@ -206,21 +283,24 @@ class RunController:
         except (VerificationError, PactError) as exc:
             self._fail_without_attempt(component_id, phase, attempt, str(exc))
             return
-        timeout_s = self.settings.verify_timeout_s
+        role = ROLE_FOR_PHASE[phase].value
+        timeout_s = float(self.settings.timeouts.get_timeout(role))
         feedback = [f for f in item.failures if f.summary]
-        event = self._log(
+        self._log(
             ItemDispatched(
                 component_id=component_id,
                 phase=phase,
                 attempt=attempt,
-                role=item_role(phase),
+                role=role,
                 inputs=inputs,
                 verify_inputs=verify_inputs,
                 feedback=feedback,
                 timeout_s=timeout_s,
             )
         )
-        assert isinstance(event, ItemDispatched)
+        tracker = ActivityTracker(clock=self.clock)
+        tracker.record_activity("dispatch")
+        self.trackers[(component_id, phase, attempt)] = tracker
         self.executor.submit(
             TaskMessage(
                 run_id=self.state.run_id,
@@ -231,7 +311,7 @@ class RunController:
                 verify_inputs=verify_inputs,
                 feedback=feedback,
                 environment=self.settings.environment,
-                timeout_s=timeout_s,
+                timeout_s=min(timeout_s, self.settings.verify_timeout_s),
             )
         )
 
@@ -251,6 +331,37 @@ class RunController:
         )
         self._poison(component_id, phase)
 
+    # -- leases -----------------------------------------------------------
+
+    def _renew_leases(self) -> None:
+        for cid, phase, attempt in self.executor.activity():
+            tracker = self.trackers.get((cid, phase, attempt))
+            if tracker is not None:
+                tracker.record_activity("heartbeat")
+
+    def _expire_leases(self) -> None:
+        """An attempt whose worker went quiet past its role's timeout is retried."""
+        for item in self.state.in_flight():
+            lease = (item.component_id, item.phase, item.attempt)
+            tracker = self.trackers.get(lease)
+            if tracker is None:
+                continue
+            timeout_s = self.settings.timeouts.get_timeout(ROLE_FOR_PHASE[item.phase].value)
+            if tracker.is_idle(timeout_s):
+                self.trackers.pop(lease, None)
+                self._fail(
+                    ResultMessage(
+                        run_id=self.state.run_id,
+                        component_id=item.component_id,
+                        phase=item.phase,
+                        attempt=item.attempt,
+                        outcome="error",
+                        error_class=ErrorClass.TRANSIENT,
+                        error_type=STALLED,
+                        error=f"TimeoutError: no activity from the worker for {timeout_s}s",
+                    )
+                )
+
     # -- results ----------------------------------------------------------
 
     def _handle(self, result: ResultMessage) -> None:
@@ -268,6 +379,7 @@ class RunController:
                 )
             )
             return
+        self.trackers.pop((result.component_id, result.phase, result.attempt), None)
         if result.outcome == "ok" and result.output is not None:
             self._succeed(result)
         else:
@@ -285,7 +397,7 @@ class RunController:
                         update={
                             "outcome": "error",
                             "error_class": ErrorClass.PERMANENT,
-                            "error_type": "dependency_cycle",
+                            "error_type": DEPENDENCY_CYCLE,
                             "error": str(exc),
                         }
                     )
@@ -354,6 +466,7 @@ class RunController:
                 duration_s=result.duration_s,
                 decision=decision.action,
                 retry_at=decision.retry_at,
+                suspension=decision.suspension,
             )
         )
         if decision.action == "give_up":
@@ -362,9 +475,25 @@ class RunController:
             self._log(
                 RunPaused(
                     reason=f"{result.component_id}/{result.phase.value}: {decision.reason}",
-                    recommendation="fix the worker environment, then `pact resume`",
+                    recommendation="fix the worker environment (see the error), then `pact resume`",
                 )
             )
+
+    def _detect_systemic(self) -> None:
+        """Pause when ``systemic_threshold`` components of a phase fail the same way."""
+        for phase, results in recent_failures(self.state).items():
+            pattern = detect_systemic_failure(results, threshold=self.settings.systemic_threshold)
+            if pattern is not None:
+                self._log(
+                    RunPaused(
+                        reason=f"systemic failure in phase {phase.value}: {pattern.pattern_type} "
+                        f"on {', '.join(pattern.affected_components)} ({pattern.sample_error})",
+                        recommendation=pattern.recommendation,
+                        pattern_type=pattern.pattern_type,
+                        affected_components=pattern.affected_components,
+                    )
+                )
+                return
 
     def _poison(self, component_id: str, phase: Phase) -> None:
         assert self.scheduler is not None
@@ -396,10 +525,12 @@ class RunController:
         ]
 
     def _wait_for_retries(self) -> bool:
+        if self.state.status is not RunStatus.ACTIVE:
+            return False
         later = [t for t in self._pending_retry_times() if t > self.clock()]
         if not later:
             return False
-        time.sleep(max(0.0, min(later) - self.clock()))
+        self.sleep(max(0.0, min(later) - self.clock()))
         return True
 
     def _poll_timeout(self) -> float:
@@ -409,6 +540,8 @@ class RunController:
         return self.poll_s
 
     def _finish(self) -> None:
+        if self.state.status is not RunStatus.ACTIVE:
+            return
         statuses = [i.status for i in self.state.items.values()]
         if all(s is ItemStatus.DONE for s in statuses):
             self._log(RunCompleted())
@@ -424,12 +557,6 @@ class RunController:
         self._log(RunFailed(reason=reason))
 
 
-def item_role(phase: Phase) -> str:
-    from pact_workers.models.work import ROLE_FOR_PHASE
-
-    return ROLE_FOR_PHASE[phase].value
-
-
 def _dropped(result: ResultMessage, reason: str) -> ResultDropped:
     return ResultDropped(
         component_id=result.component_id,
@@ -437,25 +564,3 @@ def _dropped(result: ResultMessage, reason: str) -> ResultDropped:
         attempt=result.attempt,
         reason=reason,
     )
-
-
-def summary_rows(state: RunState) -> list[dict[str, Any]]:
-    """One row per component for tables and ``--json`` output."""
-    assert state.tree is not None
-    rows = []
-    for cid in state.tree.topological_order():
-        items = [state.items[k] for k in state.items if k.startswith(f"{cid}/")]
-        final = items[-1]
-        tr = final.test_results
-        rows.append(
-            {
-                "component_id": cid,
-                "phases": {i.phase.value: i.status.value for i in items},
-                "attempts": {i.phase.value: i.attempt for i in items},
-                "tests": f"{tr.passed}/{tr.total}" if tr else "",
-                "cost_usd": round(sum(i.usage.cost_usd for i in items), 6),
-                "poisoned_by": next((i.poisoned_by for i in items if i.poisoned_by), None),
-                "last_error": next((i.last_error for i in reversed(items) if i.last_error), ""),
-            }
-        )
-    return rows

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pact_workers.errors import SettingsError
 from pact_workers.models.environment import EnvironmentSpec
+from scheduler.budget import BudgetSettings
+from scheduler.timeouts import ImpatienceLevel, TimeoutConfig
 from scheduler.wavefront import SchedulingMode
 
 
@@ -33,6 +35,34 @@ class Settings(BaseModel):
     #: Hard limit for one verification run in the sandbox.
     verify_timeout_s: float = Field(default=300.0, gt=0)
     environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
+    #: Stall timeouts per role, scaled by impatience (seed 000, 4.2).
+    impatience: ImpatienceLevel = ImpatienceLevel.NORMAL
+    role_timeouts: dict[str, int] = Field(default_factory=dict)
+    #: Total budget and per-phase caps as fractions of it (seed 000, 4.3).
+    budget_usd: float | None = Field(default=None, gt=0)
+    phase_caps: dict[str, float] = Field(default_factory=dict)
+    shaping_budget_pct: float | None = Field(default=None, gt=0, le=1)
+    #: Components failing the same way in one phase before the run pauses (seed 000, 1.4).
+    systemic_threshold: int = Field(default=3, ge=2)
+
+    @property
+    def timeouts(self) -> TimeoutConfig:
+        return TimeoutConfig(impatience=self.impatience, role_timeouts=self.role_timeouts)
+
+    @property
+    def budget(self) -> BudgetSettings:
+        return BudgetSettings(
+            budget_usd=self.budget_usd,
+            phase_caps=self.phase_caps,
+            shaping_budget_pct=self.shaping_budget_pct,
+        )
+
+    @model_validator(mode="after")
+    def _check_nested(self) -> Settings:
+        # Build the nested objects once so their own validation errors surface here.
+        self.timeouts  # noqa: B018
+        self.budget  # noqa: B018
+        return self
 
 
 def load_settings(path: Path, **overrides: Any) -> Settings:

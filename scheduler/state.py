@@ -21,6 +21,7 @@ from pact_workers.models.work import (
     FailureNote,
     ItemStatus,
     Phase,
+    SuspensionKind,
     Usage,
 )
 from scheduler.events import (
@@ -29,6 +30,7 @@ from scheduler.events import (
     ItemDispatched,
     ItemFailed,
     ItemsPoisoned,
+    ItemsSuspended,
     ItemSucceeded,
     ResultDropped,
     RunCompleted,
@@ -81,8 +83,14 @@ class ItemState(BaseModel):
     failures: list[FailureNote] = Field(default_factory=list)
     transient_failures: int = 0
     rejections: int = 0
+    wild_count: int = 0
+    suspension: SuspensionKind | None = None
+    suspension_reason: str = ""
     usage: Usage = Field(default_factory=Usage)
     promoted: bool = False
+    #: ``seq`` of the last event that changed this item, and of its last failure.
+    updated_seq: int = 0
+    failed_seq: int = 0
 
 
 class RunState(BaseModel):
@@ -90,6 +98,10 @@ class RunState(BaseModel):
 
     run_id: str = ""
     status: RunStatus = RunStatus.ACTIVE
+    #: Pact's notion of where the run stands: contract, implement, integrate, complete.
+    phase: str = "contract"
+    #: Where the run lives; set by whoever loads it, never taken from the log.
+    project_dir: str = Field(default="", exclude=True)
     tree: DecompositionTree | None = None
     items: dict[str, ItemState] = Field(default_factory=dict)
     #: Internal dependencies per component: the tree's plus those contracts declared.
@@ -101,8 +113,16 @@ class RunState(BaseModel):
     recommendation: str = ""
     fail_reason: str = ""
     settings: dict[str, object] = Field(default_factory=dict)
+    agent: str = ""
+    agent_options: dict[str, str] = Field(default_factory=dict)
+    pattern_type: str = ""
+    affected_components: list[str] = Field(default_factory=list)
+    #: ``seq`` of the last resume: systemic detection only looks at newer failures.
+    resumed_seq: int = 0
     last_seq: int = 0
     dropped_results: int = 0
+    #: Problems met while reading the log (not part of the state itself).
+    warnings: list[str] = Field(default_factory=list, exclude=True)
 
     def item(self, component_id: str, phase: Phase | str) -> ItemState:
         return self.items[item_key(component_id, phase)]
@@ -131,7 +151,41 @@ def apply(state: RunState, event: Event) -> RunState:
     _APPLY[type(event)](state, event)
     if event.seq:
         state.last_seq = event.seq
+        component = getattr(event, "component_id", None)
+        phase = getattr(event, "phase", None)
+        if component is not None and phase is not None:
+            key = item_key(component, phase)
+            if key in state.items:
+                state.items[key].updated_seq = event.seq
+    # Right after a resume the phase is the one the resume chose; otherwise derived.
+    state.phase = (
+        event.resume_phase
+        if isinstance(event, RunResumed) and event.resume_phase
+        else derive_phase(state)
+    )
     return state
+
+
+#: Pact's run phases for each item phase (tests are part of the contract phase).
+PACT_PHASE = {
+    Phase.CONTRACT: "contract",
+    Phase.TEST: "contract",
+    Phase.IMPLEMENT: "implement",
+    Phase.INTEGRATE: "integrate",
+}
+PACT_PHASE_ORDER = ["interview", "decompose", "contract", "implement", "integrate", "complete"]
+
+
+def derive_phase(state: RunState) -> str:
+    """The earliest Pact phase that still has unfinished items ('complete' when none)."""
+    if state.status is RunStatus.COMPLETED:
+        return "complete"
+    open_phases = [
+        PACT_PHASE[i.phase] for i in state.items.values() if i.status is not ItemStatus.DONE
+    ]
+    if not open_phases:
+        return "complete" if state.items else "contract"
+    return min(open_phases, key=PACT_PHASE_ORDER.index)
 
 
 def _run_started(state: RunState, e: RunStarted) -> None:
@@ -139,6 +193,8 @@ def _run_started(state: RunState, e: RunStarted) -> None:
     state.run_id = e.run_id
     state.tree = tree
     state.settings = dict(e.settings)
+    state.agent = e.agent
+    state.agent_options = dict(e.agent_options)
     state.status = RunStatus.ACTIVE
     for cid in tree.topological_order():
         state.dependencies[cid] = tree.internal_dependencies(cid)
@@ -151,6 +207,8 @@ def _dispatched(state: RunState, e: ItemDispatched) -> None:
     item.status = ItemStatus.DISPATCHED
     item.attempt = e.attempt
     item.retry_at = None
+    item.suspension = None
+    item.suspension_reason = ""
 
 
 def _succeeded(state: RunState, e: ItemSucceeded) -> None:
@@ -173,7 +231,10 @@ def _failed(state: RunState, e: ItemFailed) -> None:
     item.last_error = e.error
     item.last_error_class = e.error_class
     item.test_results = e.test_results
+    item.failed_seq = e.seq
     _spend(state, item, e.phase, e.usage)
+    if e.suspension is SuspensionKind.WILD:
+        item.wild_count += 1
     if e.error_type == INTERRUPTED:
         pass  # the scheduler stopped, not the attempt: no retry budget is used
     elif e.error_class is ErrorClass.TRANSIENT:
@@ -188,9 +249,14 @@ def _failed(state: RunState, e: ItemFailed) -> None:
                 failing_tests=[(f.test_id, f.error_message) for f in details],
             )
         )
+    item.suspension = e.suspension
+    item.suspension_reason = e.error if e.suspension else ""
     if e.decision == "retry":
         item.status = ItemStatus.PENDING
         item.retry_at = e.retry_at
+        if e.suspension is None and e.retry_at is not None and e.error_type != INTERRUPTED:
+            item.suspension = SuspensionKind.NEAR
+            item.suspension_reason = "waiting to retry"
     elif e.decision == "pause":
         item.status = ItemStatus.PENDING
         item.retry_at = None
@@ -207,6 +273,15 @@ def _poisoned(state: RunState, e: ItemsPoisoned) -> None:
             item.poisoned_by = root
 
 
+def _suspended(state: RunState, e: ItemsSuspended) -> None:
+    for cid, phase in e.items:
+        item = state.item(cid, phase)
+        if item.status is ItemStatus.PENDING:
+            item.status = ItemStatus.SUSPENDED
+            item.suspension = e.kind
+            item.suspension_reason = e.reason
+
+
 def _promoted(state: RunState, e: ArtifactsPromoted) -> None:
     state.item(e.component_id, e.phase).promoted = True
 
@@ -219,6 +294,8 @@ def _paused(state: RunState, e: RunPaused) -> None:
     state.status = RunStatus.PAUSED
     state.pause_reason = e.reason
     state.recommendation = e.recommendation
+    state.pattern_type = e.pattern_type
+    state.affected_components = list(e.affected_components)
 
 
 def _resumed(state: RunState, e: RunResumed) -> None:
@@ -226,6 +303,19 @@ def _resumed(state: RunState, e: RunResumed) -> None:
     state.pause_reason = ""
     state.recommendation = ""
     state.fail_reason = ""
+    state.pattern_type = ""
+    state.affected_components = []
+    state.resumed_seq = e.seq
+    for cid, phase in e.reset_items:
+        item = state.item(cid, phase)
+        if item.status is ItemStatus.DONE:
+            continue  # verified work is never discarded
+        item.status = ItemStatus.PENDING
+        item.poisoned_by = None
+        item.retry_at = None
+        item.suspension = None
+        item.suspension_reason = ""
+        item.transient_failures = item.rejections = item.wild_count = 0
 
 
 def _completed(state: RunState, e: RunCompleted) -> None:
@@ -249,6 +339,7 @@ _APPLY: dict[type, Callable[[RunState, Any], None]] = {
     ItemSucceeded: _succeeded,
     ItemFailed: _failed,
     ItemsPoisoned: _poisoned,
+    ItemsSuspended: _suspended,
     ArtifactsPromoted: _promoted,
     ResultDropped: _dropped,
     RunPaused: _paused,

@@ -62,6 +62,15 @@ TERMINAL = frozenset(
 IN_FLIGHT = frozenset({ItemStatus.DISPATCHED, ItemStatus.RUNNING, ItemStatus.VERIFYING})
 
 
+class SuspensionKind(StrEnum):
+    """Why an item cannot proceed (A7-RT's typed suspension)."""
+
+    NEAR = "near"  # one step away: waiting out a retry backoff
+    FAR = "far"  # needs a human or outside data (budget spent, run paused)
+    VOID = "void"  # a contradiction: retrying cannot help (dependency cycle)
+    WILD = "wild"  # schema violation or a stalled agent; twice on one item halts it
+
+
 class ErrorClass(StrEnum):
     """How the scheduler treats a failure (seed 000, 1.2)."""
 

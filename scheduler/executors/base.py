@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from pact_workers.models.work import ResultMessage, TaskMessage
+from pact_workers.models.work import Phase, ResultMessage, TaskMessage
 
 
 @runtime_checkable
@@ -19,6 +19,10 @@ class Executor(Protocol):
 
     def poll(self, timeout_s: float) -> list[ResultMessage]:
         """Results that arrived, waiting up to ``timeout_s`` for the first one."""
+        ...
+
+    def activity(self) -> list[tuple[str, Phase, int]]:
+        """(component, phase, attempt) of attempts that showed signs of life since last asked."""
         ...
 
     def close(self) -> None: ...

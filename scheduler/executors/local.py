@@ -11,7 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from pact_workers.agents.base import Agent
 from pact_workers.artifacts import ArtifactStore
-from pact_workers.models.work import ErrorClass, ResultMessage, TaskMessage
+from pact_workers.models.work import ErrorClass, Phase, ResultMessage, TaskMessage
 from pact_workers.runner import execute_task
 from pact_workers.sandbox.base import Sandbox
 
@@ -28,10 +28,17 @@ class LocalExecutor:
         self._agent, self._sandbox, self._store = agent, sandbox, store
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pact-worker")
         self._results: queue.Queue[ResultMessage] = queue.Queue()
+        self._activity: queue.Queue[tuple[str, Phase, int]] = queue.Queue()
 
     def submit(self, task: TaskMessage) -> None:
+        lease = (task.component_id, task.phase, task.attempt)
         future = self._pool.submit(
-            execute_task, task, agent=self._agent, sandbox=self._sandbox, store=self._store
+            execute_task,
+            task,
+            agent=self._agent,
+            sandbox=self._sandbox,
+            store=self._store,
+            on_progress=lambda _stage: self._activity.put(lease),
         )
         future.add_done_callback(lambda f: self._results.put(_result_of(task, f)))
 
@@ -44,6 +51,14 @@ class LocalExecutor:
         while True:
             try:
                 out.append(self._results.get_nowait())
+            except queue.Empty:
+                return out
+
+    def activity(self) -> list[tuple[str, Phase, int]]:
+        out = []
+        while True:
+            try:
+                out.append(self._activity.get_nowait())
             except queue.Empty:
                 return out
 

@@ -1,0 +1,135 @@
+"""Event sourcing checks: rebuild the state from the log, compare it with disk (seed 000, 1.5)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pact_workers.artifacts import digest_bytes
+from pact_workers.errors import ArtifactError
+from pact_workers.models.work import ItemStatus, Phase
+from scheduler.audit import read_events
+from scheduler.project import ProjectDir
+from scheduler.state import RunState, fold
+
+log = logging.getLogger(__name__)
+
+#: Cost sums may differ in the last bits after a JSON round trip.
+COST_TOLERANCE_USD = 1e-6
+
+
+def rebuild_state(project_dir: Path) -> RunState:
+    """Reconstruct the run state by replaying ``.pact/audit.jsonl``; read-only.
+
+    Unreadable lines are skipped (a partial reconstruction); they are listed in
+    ``state.warnings``.
+
+    Raises:
+        ValueError: the project has no audit log (RunDirError is a ValueError).
+    """
+    project = ProjectDir(project_dir)
+    project.require_run()
+    events, warnings = read_events(project.audit_path)
+    for warning in warnings:
+        log.warning(warning)
+    state = fold(events)
+    state.project_dir = str(project.root)
+    state.warnings = warnings
+    return state
+
+
+def read_state_json(project_dir: Path) -> tuple[RunState | None, str | None]:
+    """``state.json`` as it is on disk, or the reason it cannot be read."""
+    path = ProjectDir(project_dir).state_path
+    try:
+        return RunState.model_validate_json(path.read_bytes()), None
+    except FileNotFoundError:
+        return None, f"{path}: missing"
+    except (ValidationError, ValueError) as exc:
+        return None, f"{path}: unreadable ({str(exc).splitlines()[0]})"
+
+
+def validate_state_consistency(state: RunState, project_dir: Path) -> list[str]:
+    """Compare ``state`` (typically state.json) with the audit log and the disk.
+
+    Returns one sentence per inconsistency; an empty list means consistent.
+    """
+    project = ProjectDir(project_dir)
+    problems: list[str] = []
+    truth = rebuild_state(project.root)
+    problems += [f"audit log: {w}" for w in truth.warnings]
+    if state.run_id != truth.run_id:
+        problems.append(f"run id is {state.run_id!r}, the audit log says {truth.run_id!r}")
+    if state.status != truth.status:
+        problems.append(
+            f"status is {state.status.value!r}, the audit log says {truth.status.value!r}"
+        )
+    for key, real in truth.items.items():
+        mine = state.items.get(key)
+        if mine is None:
+            problems.append(f"{key}: missing from the state")
+            continue
+        if (mine.status, mine.attempt, mine.output) != (real.status, real.attempt, real.output):
+            problems.append(
+                f"{key}: state says {mine.status.value} (attempt {mine.attempt}), the audit log "
+                f"says {real.status.value} (attempt {real.attempt})"
+            )
+    for key in sorted(set(state.items) - set(truth.items)):
+        problems.append(f"{key}: in the state but not in the audit log")
+    for field in ("input_tokens", "output_tokens"):
+        if getattr(state.usage, field) != getattr(truth.usage, field):
+            problems.append(
+                f"{field}: state says {getattr(state.usage, field)}, the audit log sums to "
+                f"{getattr(truth.usage, field)}"
+            )
+    if abs(state.usage.cost_usd - truth.usage.cost_usd) > COST_TOLERANCE_USD:
+        problems.append(
+            f"cost: state says ${state.usage.cost_usd:.6f}, the audit log sums to "
+            f"${truth.usage.cost_usd:.6f}"
+        )
+    if state.phase != truth.phase:
+        problems.append(
+            f"phase is {state.phase!r} but the component statuses in the audit log say "
+            f"{truth.phase!r}"
+        )
+    problems += disk_inconsistencies(state, project)
+    return problems
+
+
+def disk_inconsistencies(state: RunState, project: ProjectDir) -> list[str]:
+    """Done items whose verified files are missing from, or differ on, disk."""
+    problems: list[str] = []
+    store = project.store()
+    what = {
+        Phase.CONTRACT: "contract",
+        Phase.TEST: "tests",
+        Phase.IMPLEMENT: "implementation",
+        Phase.INTEGRATE: "integration",
+    }
+    for key, item in state.items.items():
+        if item.status is not ItemStatus.DONE or item.output is None:
+            continue
+        try:
+            manifest = store.get_manifest(item.output)
+        except ArtifactError:
+            problems.append(f"{key}: verified output {item.output} is not in the artifact store")
+            continue
+        dest = project.destination(item.component_id, item.phase)
+        for rel, digest in manifest.items():
+            if item.phase is Phase.CONTRACT:
+                path = dest / "interface.json"
+            else:
+                path = dest / rel.split("/", 1)[1]
+            if not path.is_file():
+                problems.append(
+                    f"{key}: marked done but its {what[item.phase]} "
+                    f"{path.relative_to(project.root)} is missing on disk"
+                )
+            elif digest_bytes(path.read_bytes()) != digest:
+                problems.append(
+                    f"{key}: {path.relative_to(project.root)} differs from the verified "
+                    f"{what[item.phase]}"
+                )
+    return problems

@@ -1,0 +1,133 @@
+"""Resuming a failed or paused run without editing any file by hand (seed 000, 1.1)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from pact_workers.models.work import ItemStatus, Phase
+from scheduler.audit import AuditLog
+from scheduler.events import RunResumed
+from scheduler.project import ProjectDir
+from scheduler.state import (
+    PACT_PHASE,
+    PACT_PHASE_ORDER,
+    RunState,
+    RunStatus,
+    apply,
+    final_phase,
+)
+
+ResumePhase = Literal["interview", "decompose", "contract", "implement", "integrate"]
+
+#: Items a resume gives a fresh start; done items are never among them.
+RESETTABLE = frozenset(
+    {ItemStatus.FAILED, ItemStatus.POISONED, ItemStatus.SUSPENDED, ItemStatus.PENDING}
+)
+
+
+class ResumeStrategy(BaseModel):
+    """Computed strategy for resuming a failed or paused run."""
+
+    last_checkpoint: str = Field(description="Component ID of the last successful checkpoint")
+    completed_components: list[str] = Field(default_factory=list)
+    resume_phase: ResumePhase
+    cleared_fields: list[str] = Field(description="State fields that will be reset")
+    reset_items: list[tuple[str, Phase]] = Field(default_factory=list)
+
+
+def compute_resume_strategy(
+    state: RunState, project: ProjectDir, *, from_phase: str | None = None
+) -> ResumeStrategy:
+    """Work out where a failed or paused run resumes; pure apart from reading the disk.
+
+    Raises:
+        ValueError: the run is active or already complete, or ``from_phase`` is
+            later than the point of failure (resume never skips past it).
+    """
+    if state.status is RunStatus.ACTIVE:
+        raise ValueError("Run is already active")
+    if state.status is RunStatus.COMPLETED:
+        raise ValueError("Run is already complete; nothing to resume")
+    assert state.tree is not None
+    completed = [
+        cid
+        for cid in state.tree.topological_order()
+        if state.item(cid, final_phase(state.tree, cid)).status is ItemStatus.DONE
+        and (project.contracts_dir / cid / "interface.json").is_file()
+        and (project.contracts_dir / cid / "tests").is_dir()
+    ]
+    done = [i for i in state.items.values() if i.status is ItemStatus.DONE]
+    last = max(done, key=lambda i: i.updated_seq, default=None)
+    open_items = [i for i in state.items.values() if i.status is not ItemStatus.DONE]
+    if last is None:
+        failure_phase: str = "interview"  # no checkpoint: start from the beginning
+    else:
+        failure_phase = min(
+            (PACT_PHASE[i.phase] for i in open_items),
+            key=PACT_PHASE_ORDER.index,
+            default="integrate",
+        )
+    resume_phase = failure_phase
+    if from_phase is not None:
+        wanted = "contract" if from_phase == "test" else from_phase
+        if wanted not in PACT_PHASE_ORDER[:-1]:
+            raise ValueError(
+                f"unknown phase {from_phase!r}; choose contract, implement or integrate"
+            )
+        if PACT_PHASE_ORDER.index(wanted) > PACT_PHASE_ORDER.index(failure_phase):
+            raise ValueError(
+                f"--from-phase {from_phase} is past the point of failure ({failure_phase}); "
+                "resume never skips unfinished work"
+            )
+        resume_phase = wanted
+    start = PACT_PHASE_ORDER.index(resume_phase)
+    reset = [
+        (i.component_id, i.phase)
+        for i in state.items.values()
+        if i.status in RESETTABLE
+        and PACT_PHASE_ORDER.index(PACT_PHASE[i.phase]) >= start
+        and (i.status is not ItemStatus.PENDING or i.suspension is not None)
+    ]
+    cleared = ["status", "pause_reason", "recommendation", "fail_reason"]
+    cleared += [f"items.{c}/{p.value}" for c, p in reset]
+    return ResumeStrategy(
+        last_checkpoint=last.component_id if last else "",
+        completed_components=completed,
+        resume_phase=resume_phase,
+        cleared_fields=cleared,
+        reset_items=reset,
+    )
+
+
+def execute_resume(
+    state: RunState,
+    strategy: ResumeStrategy,
+    *,
+    inconsistencies: list[str] | None = None,
+    original_status: str | None = None,
+) -> RunState:
+    """Log ``run_resumed`` with the original failure reason, then apply it.
+
+    Writes the audit log (the event) and state.json (the new snapshot); the
+    project directory is ``state.project_dir``.
+    """
+    if not state.project_dir:
+        raise ValueError("state.project_dir is not set; load the state with rebuild_state")
+    project = ProjectDir(state.project_dir)
+    original = state.fail_reason or state.pause_reason
+    with AuditLog(project.audit_path) as audit:
+        event = audit.append(
+            RunResumed(
+                original_status=original_status or state.status.value,
+                original_reason=original,
+                resume_phase=strategy.resume_phase,
+                reset_items=strategy.reset_items,
+                inconsistencies=list(inconsistencies or []),
+            )
+        )
+    new = apply(state.model_copy(deep=True), event)
+    new.project_dir = state.project_dir
+    project.write_state(new)
+    return new

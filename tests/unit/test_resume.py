@@ -1,0 +1,176 @@
+"""Resume (seed 000, 1.1) and rebuild (seed 000, 1.5) on run directories built event by event."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pact_workers.models import ItemStatus, Phase
+from scheduler.audit import read_events
+from scheduler.events import RunResumed
+from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
+from scheduler.resume import compute_resume_strategy, execute_resume
+from scheduler.state import RunStatus, fold
+from tests.runs import RunBuilder, star_tree
+
+
+def failed_at_implement(root: Path) -> RunBuilder:
+    """Seven components: three implemented, c4's implementation failed for good."""
+    run = RunBuilder(root, star_tree(6))
+    for cid in ("c1", "c2", "c3"):
+        run.complete(cid)
+    for cid in ("c4", "c5", "c6", "root"):
+        run.succeed(cid, Phase.CONTRACT)
+        run.succeed(cid, Phase.TEST)
+    run.fail(
+        "c4",
+        Phase.IMPLEMENT,
+        "ModuleNotFoundError: No module named 'x'",
+        poisoned=[("root", Phase.INTEGRATE)],
+    )
+    run.fail_run("c4/implement failed")
+    return run
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and "artifacts" not in p.parts
+        and p.name not in {"audit.jsonl", "state.json", "audit.lock"}
+    }
+
+
+def test_resume_from_failed_implement(tmp_path: Path) -> None:
+    project = failed_at_implement(tmp_path).close()
+    state = rebuild_state(project.root)
+    assert state.status is RunStatus.FAILED
+    strategy = compute_resume_strategy(state, project)
+    assert strategy.resume_phase == "implement"
+    assert strategy.completed_components == ["c1", "c2", "c3"]
+    assert strategy.last_checkpoint == "root"  # its tests were the last item done
+    assert ("c4", Phase.IMPLEMENT) in strategy.reset_items
+    assert ("root", Phase.INTEGRATE) in strategy.reset_items
+
+
+def test_resume_from_paused(tmp_path: Path) -> None:
+    run = RunBuilder(tmp_path, star_tree(2))
+    run.pause("waiting for a human answer about the input format")
+    project = run.close()
+    state = rebuild_state(project.root)
+    strategy = compute_resume_strategy(state, project)
+    assert strategy.resume_phase == "interview"
+    resumed = execute_resume(state, strategy)
+    assert resumed.status is RunStatus.ACTIVE
+    assert resumed.phase == "interview"
+    assert resumed.pause_reason == ""
+
+
+def test_resume_active_raises(tmp_path: Path) -> None:
+    project = RunBuilder(tmp_path, star_tree(2)).close()
+    with pytest.raises(ValueError, match="already active"):
+        compute_resume_strategy(rebuild_state(project.root), project)
+
+
+def test_resume_preserves_completed_work(tmp_path: Path) -> None:
+    project = failed_at_implement(tmp_path).close()
+    before = snapshot(project.root)
+    state = rebuild_state(project.root)
+    resumed = execute_resume(state, compute_resume_strategy(state, project))
+    assert snapshot(project.root) == before
+    for cid in ("c1", "c2", "c3"):
+        assert resumed.item(cid, Phase.IMPLEMENT).status is ItemStatus.DONE
+    assert resumed.item("c4", Phase.IMPLEMENT).status is ItemStatus.PENDING
+    assert resumed.item("root", Phase.INTEGRATE).status is ItemStatus.PENDING
+    assert resumed.item("root", Phase.INTEGRATE).poisoned_by is None
+
+
+def test_resume_audit_entry(tmp_path: Path) -> None:
+    project = failed_at_implement(tmp_path).close()
+    state = rebuild_state(project.root)
+    execute_resume(state, compute_resume_strategy(state, project))
+    events, _ = read_events(project.audit_path)
+    entry = events[-1]
+    assert isinstance(entry, RunResumed)
+    assert entry.ts and entry.original_status == "failed"
+    assert entry.original_reason == "c4/implement failed"
+    on_disk = read_state_json(project.root)[0]
+    assert on_disk is not None
+    assert on_disk.model_dump() == rebuild_state(project.root).model_dump()
+
+
+def test_resume_never_moves_past_the_failure(tmp_path: Path) -> None:
+    project = failed_at_implement(tmp_path).close()
+    state = rebuild_state(project.root)
+    with pytest.raises(ValueError, match="past the point of failure"):
+        compute_resume_strategy(state, project, from_phase="integrate")
+    strategy = compute_resume_strategy(state, project, from_phase="contract")
+    assert strategy.resume_phase == "contract"
+    with pytest.raises(ValueError, match="unknown phase"):
+        compute_resume_strategy(state, project, from_phase="shipping")
+
+
+def test_rebuild_from_clean_audit(tmp_path: Path) -> None:
+    run = RunBuilder(tmp_path, star_tree(2))
+    run.complete("c1")  # 3 items x 3 events
+    run.complete("c2")
+    run.succeed("root", Phase.CONTRACT)
+    project = run.close()
+    events, _ = read_events(project.audit_path)
+    assert len(events) == 1 + 9 + 9 + 3
+    state = rebuild_state(project.root)
+    assert state.item("c1", Phase.IMPLEMENT).status is ItemStatus.DONE
+    assert state.item("c2", Phase.IMPLEMENT).status is ItemStatus.DONE
+    assert state.item("root", Phase.CONTRACT).status is ItemStatus.DONE
+    assert state.item("root", Phase.TEST).status is ItemStatus.PENDING
+    assert state.usage.input_tokens == 7 * 100 and state.usage.cost_usd == pytest.approx(0.07)
+    assert state.phase == "contract" and state.last_seq == len(events)
+
+
+def test_rebuild_matches_state_json(tmp_path: Path) -> None:
+    project = failed_at_implement(tmp_path).close()
+    project.write_state(fold(read_events(project.audit_path)[0]))
+    on_disk, _ = read_state_json(project.root)
+    assert on_disk is not None
+    assert on_disk.model_dump() == rebuild_state(project.root).model_dump()
+    assert validate_state_consistency(on_disk, project.root) == []
+
+
+def test_rebuild_detects_drift(tmp_path: Path) -> None:
+    project = failed_at_implement(tmp_path).close()
+    state = rebuild_state(project.root)
+    corrupt = state.model_copy(deep=True)
+    corrupt.items["c2/implement"].status = ItemStatus.FAILED
+    corrupt.usage = corrupt.usage.model_copy(update={"cost_usd": 99.0})
+    corrupt.status = RunStatus.COMPLETED
+    problems = validate_state_consistency(corrupt, project.root)
+    assert any("c2/implement" in p and "failed" in p for p in problems)
+    assert any(p.startswith("cost") for p in problems)
+    assert any(p.startswith("status") for p in problems)
+
+
+def test_validate_missing_implementation(tmp_path: Path) -> None:
+    project = failed_at_implement(tmp_path).close()
+    (project.implementations_dir / "c1" / "src" / "c1.py").unlink()
+    problems = validate_state_consistency(rebuild_state(project.root), project.root)
+    assert problems == [
+        "c1/implement: marked done but its implementation "
+        ".pact/implementations/c1/src/c1.py is missing on disk"
+    ]
+
+
+def test_rebuild_of_a_corrupt_log_is_partial_with_warnings(tmp_path: Path) -> None:
+    project = failed_at_implement(tmp_path).close()
+    lines = project.audit_path.read_bytes().split(b"\n")
+    lines[5] = b"{not json"
+    project.audit_path.write_bytes(b"\n".join(lines))
+    state = rebuild_state(project.root)
+    assert len(state.warnings) == 1 and ":6:" in state.warnings[0]
+    assert state.run_id
+
+
+def test_rebuild_without_a_log_raises(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no pact run"):
+        rebuild_state(tmp_path)
