@@ -320,6 +320,25 @@ def demo(
     raise typer.Exit(_exit_for(state))
 
 
+@app.command()
+def doctor(
+    project: Annotated[
+        Path,
+        typer.Argument(help="Project directory (its pact.yaml is used)", envvar="PACT_PROJECT"),
+    ] = Path("."),
+) -> None:
+    """Check the execution environment and say how to fix what is missing."""
+    try:
+        checks = commands.doctor_checks(project_dir=project)
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    out.print("[bold]environment[/]")
+    for name, ok, detail in checks:
+        mark = "[green]ok[/]  " if ok else "[red]MISSING[/]"
+        out.print(f"  {mark} {name}: {detail}", highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_OK if all(ok for _, ok, _ in checks) else EXIT_FAILED)
+
+
 def main() -> None:
     # Put this interpreter's directory first on PATH, so that the default
     # environment (python_path: python3, required_tools: [pytest]) finds the

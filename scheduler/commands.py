@@ -232,6 +232,40 @@ def run_demo(
     return project_dir, state
 
 
+def doctor_checks(*, project_dir: Path) -> list[tuple[str, bool, str]]:
+    """(check, passed, detail or fix) for the execution environment of a project."""
+    settings = load_settings(ProjectDir(project_dir).settings_path)
+    env = settings.environment
+    checks: list[tuple[str, bool, str]] = []
+    python = env.resolve_python()
+    checks.append(
+        (
+            f"python interpreter {env.python_path!r}",
+            python is not None,
+            python or "not on PATH: set environment.python_path in pact.yaml to an absolute path",
+        )
+    )
+    checks.append(
+        (
+            "PATH inherited from the parent",
+            env.inherit_path,
+            env.path_value() if env.inherit_path else f"PATH is {env.path_value()}",
+        )
+    )
+    missing = set(env.validate_environment())
+    for tool in env.required_tools:
+        found = shutil.which(tool, path=env.path_value())
+        checks.append(
+            (
+                f"required tool {tool!r}",
+                tool not in missing,
+                found
+                or "not found: install it or add its directory to environment.extra_path_dirs",
+            )
+        )
+    return checks
+
+
 def _check_environment(settings: Settings) -> None:
     env = settings.environment
     if env.resolve_python() is None:

@@ -1,0 +1,116 @@
+"""Crash safety: ``pact run`` SIGKILLed at random moments, then ``pact resume``.
+
+Each time the resumed run must complete, the final artifacts must be
+byte-identical to an uninterrupted run's, and the audit log must show every
+item applied exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from scheduler.audit import read_events
+from scheduler.events import ItemDispatched, ItemSucceeded
+from scheduler.project import ProjectDir
+from scheduler.rebuild import read_state_json, rebuild_state
+from scheduler.state import RunStatus
+from tests.acceptance.test_cli import pact
+
+KILLS = int(os.environ.get("PACT_CRASH_KILLS", "20"))
+SEED = int(os.environ.get("PACT_CRASH_SEED", "20261122"))
+SETTINGS = "backoff_base_s: 0.05\nbackoff_cap_s: 0.2\n"
+
+
+def artifacts(root: Path) -> dict[str, bytes]:
+    project = ProjectDir(root)
+    out = {}
+    for base in (project.contracts_dir, project.implementations_dir):
+        for path in sorted(base.rglob("*")):
+            # test_results.json carries the time of the run; it is a record, not an artifact.
+            if path.is_file() and path.name != "test_results.json":
+                out[path.relative_to(root).as_posix()] = path.read_bytes()
+    return out
+
+
+def run_args(example: Path, project: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "scheduler.cli",
+        "run",
+        str(example / "tree.json"),
+        "--project",
+        str(project),
+        "--replay-dir",
+        str(example / "replay"),
+        "--workers",
+        "4",
+    ]
+
+
+def check_applied_once(root: Path) -> None:
+    project = ProjectDir(root)
+    events, warnings = read_events(project.audit_path)
+    assert warnings == []
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    succeeded = Counter((e.component_id, e.phase) for e in events if isinstance(e, ItemSucceeded))
+    state = rebuild_state(root)
+    assert state.status is RunStatus.COMPLETED
+    assert set(succeeded) == {(i.component_id, i.phase) for i in state.items.values()}
+    assert set(succeeded.values()) == {1}, succeeded
+    dispatched = Counter(
+        (e.component_id, e.phase, e.attempt) for e in events if isinstance(e, ItemDispatched)
+    )
+    assert set(dispatched.values()) == {1}
+    on_disk, _ = read_state_json(root)
+    assert on_disk is not None and on_disk.model_dump() == state.model_dump()
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_then_resume_completes_identically(
+    tmp_path: Path, example: Path
+) -> None:
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    (reference / "pact.yaml").write_text(SETTINGS)
+    started = time.monotonic()
+    done = subprocess.run(run_args(example, reference), capture_output=True, text=True, timeout=600)
+    duration = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    expected = artifacts(reference)
+    assert len(expected) == 30
+
+    rng = random.Random(SEED)
+    killed = 0
+    for i in range(KILLS):
+        root = tmp_path / f"crash{i}"
+        root.mkdir()
+        (root / "pact.yaml").write_text(SETTINGS)
+        proc = subprocess.Popen(
+            run_args(example, root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        audit = root / ".pact" / "audit.jsonl"
+        deadline = time.monotonic() + 60
+        while not audit.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, 0.9 * duration))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if proc.returncode == -signal.SIGKILL:
+            killed += 1
+            resumed = pact("resume", str(root))
+            assert resumed.returncode == 0, f"kill {i}: {resumed.stdout}\n{resumed.stderr}"
+        else:
+            assert proc.returncode == 0  # it finished before the signal landed
+        assert artifacts(root) == expected, f"kill {i}: artifacts differ"
+        check_applied_once(root)
+    assert killed >= KILLS * 3 // 4, f"only {killed} of {KILLS} runs were killed mid-run"
