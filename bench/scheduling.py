@@ -134,9 +134,7 @@ def simulate(
         project = ProjectDir(Path(tmp))
         settings = Settings(scheduling=mode)
         started_s = time.perf_counter()
-        start_run(
-            project, tree, tree_bytes=tree.model_dump_json().encode(), settings=settings
-        )
+        start_run(project, tree, tree_bytes=tree.model_dump_json().encode(), settings=settings)
         clock = VirtualClock()
         store = project.store()
         executor = SimulatedExecutor(
@@ -298,9 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--workers", type=int, nargs="+", default=list(WORKERS))
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    parser.add_argument(
-        "--check", action="store_true", help="exit 1 when a target does not hold"
-    )
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target does not hold")
     args = parser.parse_args(argv)
     rows = run_benchmark(workers=args.workers, seeds=args.seeds)
     if args.json:

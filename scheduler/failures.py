@@ -33,3 +33,32 @@ def recent_failures(state: RunState) -> dict[Phase, dict[str, TestResults]]:
         if results is not None:
             out.setdefault(item.phase, {})[item.component_id] = results
     return out
+
+
+#: Error types judged by their test results (see systemic.py), not by repetition.
+_JUDGED_BY_RESULTS = frozenset({"tests_failed", "rejected", INTERRUPTED, "stalled"})
+
+
+def repeated_errors(state: RunState, threshold: int) -> tuple[Phase, str, list[str]] | None:
+    """The same permanent error type on ``threshold`` components of one phase (seed 1.2).
+
+    Returns (phase, sample error, components) or None. Only failures newer than
+    the last resume count, and only items that are still not done.
+    """
+    groups: dict[tuple[Phase, str], list[str]] = {}
+    sample: dict[tuple[Phase, str], str] = {}
+    for item in state.items.values():
+        if item.status is ItemStatus.DONE or item.failed_seq <= state.resumed_seq:
+            continue
+        if item.last_error_class is not ErrorClass.PERMANENT:
+            continue
+        error_type = item.last_error_type
+        if not error_type or error_type in _JUDGED_BY_RESULTS or item.test_results is not None:
+            continue
+        key = (item.phase, error_type)
+        groups.setdefault(key, []).append(item.component_id)
+        sample.setdefault(key, item.last_error)
+    for key, components in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        if len(set(components)) >= threshold:
+            return key[0], sample[key], sorted(set(components))
+    return None

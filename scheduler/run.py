@@ -49,7 +49,7 @@ from scheduler.events import (
     RunStarted,
 )
 from scheduler.executors.base import Executor
-from scheduler.failures import recent_failures
+from scheduler.failures import recent_failures, repeated_errors
 from scheduler.inputs import build_inputs
 from scheduler.policy import DEPENDENCY_CYCLE, STALLED, decide
 from scheduler.project import ProjectDir
@@ -494,6 +494,20 @@ class RunController:
                     )
                 )
                 return
+        repeated = repeated_errors(self.state, self.settings.systemic_threshold)
+        if repeated is not None:
+            phase, sample, components = repeated
+            self._log(
+                RunPaused(
+                    reason=f"systemic failure in phase {phase.value}: the same error on "
+                    f"{', '.join(components)} ({sample})",
+                    recommendation="the same error on every component points at the agent's "
+                    "configuration (model, credentials, prompt), not at the components: fix it, "
+                    "then `pact resume` (failed items get a fresh start)",
+                    pattern_type="repeated_error",
+                    affected_components=components,
+                )
+            )
 
     def _poison(self, component_id: str, phase: Phase) -> None:
         assert self.scheduler is not None

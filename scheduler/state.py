@@ -78,6 +78,7 @@ class ItemState(BaseModel):
     test_results: TestResults | None = None
     last_error: str = ""
     last_error_class: ErrorClass | None = None
+    last_error_type: str = ""
     retry_at: float | None = None
     poisoned_by: str | None = None
     failures: list[FailureNote] = Field(default_factory=list)
@@ -87,6 +88,8 @@ class ItemState(BaseModel):
     suspension: SuspensionKind | None = None
     suspension_reason: str = ""
     usage: Usage = Field(default_factory=Usage)
+    #: How long the successful attempt took (what the scheduler's priorities learn from).
+    duration_s: float = 0.0
     promoted: bool = False
     #: ``seq`` of the last event that changed this item, and of its last failure.
     updated_seq: int = 0
@@ -217,6 +220,7 @@ def _succeeded(state: RunState, e: ItemSucceeded) -> None:
     item.output = e.output
     item.files = list(e.files)
     item.test_results = e.test_results
+    item.duration_s = e.duration_s
     item.last_error = ""
     _spend(state, item, e.phase, e.usage)
     if e.discovered_dependencies:
@@ -230,6 +234,7 @@ def _failed(state: RunState, e: ItemFailed) -> None:
     item = state.item(e.component_id, e.phase)
     item.last_error = e.error
     item.last_error_class = e.error_class
+    item.last_error_type = e.error_type
     item.test_results = e.test_results
     item.failed_seq = e.seq
     _spend(state, item, e.phase, e.usage)

@@ -33,9 +33,21 @@ class SchedulingMode(StrEnum):
     PHASED = "phased"
 
 
-#: Phase barriers for phase-locked scheduling: every item of a lower rank must
-#: be finished before any item of a higher rank starts.
-PHASE_RANK = {Phase.CONTRACT: 0, Phase.TEST: 1, Phase.IMPLEMENT: 2, Phase.INTEGRATE: 2}
+#: Phase barriers for phase-locked scheduling, as Pact ran it: all contracts, then
+#: all tests, then all implementations, then the integrations (deepest first, which
+#: the dependency rules already impose). No item of a later phase starts before
+#: every item of the earlier phases is finished.
+PHASE_RANK = {Phase.CONTRACT: 0, Phase.TEST: 1, Phase.IMPLEMENT: 2, Phase.INTEGRATE: 3}
+
+#: Expected seconds per phase before any attempt has been observed: the stigmergy run
+#: took ~13 minutes per contract; the others are in proportion to their output size.
+#: Only the ratios matter: they weight the critical-path priority of ready items.
+DEFAULT_PHASE_SECONDS = {
+    Phase.CONTRACT: 780.0,
+    Phase.TEST: 480.0,
+    Phase.IMPLEMENT: 900.0,
+    Phase.INTEGRATE: 600.0,
+}
 PHASE_ORDER = {Phase.CONTRACT: 0, Phase.TEST: 1, Phase.IMPLEMENT: 2, Phase.INTEGRATE: 3}
 
 
@@ -65,6 +77,7 @@ class WorkGraph:
         self.dependencies = {
             cid: [d for d in deps.get(cid, ()) if d in tree.nodes] for cid in tree.nodes
         }
+        self._ranks: dict[tuple[tuple[str, float], ...], dict[Key, float]] = {}
 
     @cached_property
     def keys(self) -> list[Key]:
@@ -90,18 +103,26 @@ class WorkGraph:
                 out[pre].append(key)
         return out
 
-    @cached_property
-    def rank(self) -> dict[Key, int]:
-        """Length of the longest chain of items that wait on each item (itself included)."""
-        rank: dict[Key, int] = {}
+    def rank(self, phase_seconds: Mapping[Phase, float] | None = None) -> dict[Key, float]:
+        """Upward rank: expected duration of the longest chain of items from each item
+        (itself included) to the end of the run, each item weighted by its phase's
+        expected duration. Items on the critical path come first."""
+        weights = {**DEFAULT_PHASE_SECONDS, **(phase_seconds or {})}
+        cache_key = tuple(sorted((p.value, w) for p, w in weights.items()))
+        cached = self._ranks.get(cache_key)
+        if cached is not None:
+            return cached
+        rank: dict[Key, float] = {}
 
-        def visit(key: Key) -> int:
+        def visit(key: Key) -> float:
             if key not in rank:
-                rank[key] = 1 + max((visit(d) for d in self.dependents[key]), default=0)
+                tail = max((visit(d) for d in self.dependents[key]), default=0.0)
+                rank[key] = weights[key[1]] + tail
             return rank[key]
 
         for key in self.keys:
             visit(key)
+        self._ranks[cache_key] = rank
         return rank
 
     def downstream(self, key: Key) -> list[Key]:
@@ -138,6 +159,9 @@ class WavefrontScheduler:
         self.max_concurrent_agents = max_concurrent_agents
         self.role_limits = dict(role_limits or {})
         self.mode = SchedulingMode(mode)
+        #: Expected seconds per phase that weight the priority; the run loop feeds in
+        #: the mean durations it observed, so the estimate improves as the run goes.
+        self.phase_seconds: dict[Phase, float] = {}
         self._states: dict[str, dict[Phase, ItemStatus]] = {cid: {} for cid in tree.nodes}
 
     # -- the seed's API -------------------------------------------------------
@@ -203,6 +227,7 @@ class WavefrontScheduler:
         """The ready set for a folded :class:`RunState` (what the run loop calls)."""
         if state.dependencies != self.graph.dependencies:
             self.graph = WorkGraph(self.graph.tree, state.dependencies)
+        self.phase_seconds = observed_phase_seconds(state)
         statuses = {(i.component_id, i.phase): i.status for i in state.items.values()}
         not_before = {
             (i.component_id, i.phase): i.retry_at
@@ -228,7 +253,8 @@ class WavefrontScheduler:
                 continue
             if all(statuses.get(pre) is ItemStatus.DONE for pre in self.graph.prerequisites(*key)):
                 candidates.append(key)
-        candidates.sort(key=lambda k: (-self.graph.rank[k], PHASE_ORDER[k[1]], k[0]))
+        rank = self.graph.rank(self.phase_seconds)
+        candidates.sort(key=lambda k: (-rank[k], PHASE_ORDER[k[1]], k[0]))
         return self._limit(candidates, statuses)
 
     def _limit(self, candidates: list[Key], statuses: Mapping[Key, ItemStatus]) -> list[Key]:
@@ -259,6 +285,15 @@ class WavefrontScheduler:
         finished = {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED, ItemStatus.CANCELLED}
         open_ranks = [PHASE_RANK[p] for (_, p), s in statuses.items() if s not in finished]
         return min(open_ranks, default=max(PHASE_RANK.values()))
+
+
+def observed_phase_seconds(state: RunState) -> dict[Phase, float]:
+    """Mean duration of the finished attempts of each phase (phases with none are left out)."""
+    totals: dict[Phase, list[float]] = {}
+    for item in state.items.values():
+        if item.status is ItemStatus.DONE and item.duration_s > 0:
+            totals.setdefault(item.phase, []).append(item.duration_s)
+    return {phase: sum(v) / len(v) for phase, v in totals.items()}
 
 
 def keys_of(items: Iterable[Key]) -> list[str]:

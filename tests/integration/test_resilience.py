@@ -239,3 +239,19 @@ def test_a_stalled_attempt_is_retried_and_its_late_result_dropped(
 def test_copy_is_private(replay_copy: Path, example: Path) -> None:
     shutil.rmtree(replay_copy / "tokens")
     assert (example / "replay" / "tokens").is_dir()
+
+
+def test_classify_repeated_same_error_as_systemic_in_a_run(
+    example: Path, replay_copy: Path, tmp_path: Path
+) -> None:
+    refused = {1: {"permanent": "PermissionDeniedError: model access revoked"}}
+    script(
+        replay_copy, {cid: {"contract": refused} for cid in ("tokens", "ast_nodes", "environment")}
+    )
+    project, conf = start(example, replay_copy, tmp_path / "p")
+    state = drive(project, conf, replay_copy)
+    assert state.status is RunStatus.PAUSED and state.pattern_type == "repeated_error"
+    assert state.affected_components == ["ast_nodes", "environment", "tokens"]
+    script(replay_copy, {})
+    state, _ = resume_run(project_dir=project.root)
+    assert state.status is RunStatus.COMPLETED
