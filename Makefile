@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test services lint typecheck clean
+.PHONY: demo test services lint typecheck clean bench
 
 $(BIN)/pact: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,11 +24,14 @@ test: $(BIN)/pact services lint typecheck
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/pact
-	$(BIN)/ruff check pact_workers scheduler tests
-	$(BIN)/ruff format --check pact_workers scheduler tests
+	$(BIN)/ruff check pact_workers scheduler tests bench
+	$(BIN)/ruff format --check pact_workers scheduler tests bench
 
 typecheck: $(BIN)/pact
 	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+bench: $(BIN)/pact
+	$(BIN)/python bench/scheduling.py
