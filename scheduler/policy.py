@@ -23,6 +23,8 @@ from scheduler.state import INTERRUPTED, ItemState
 
 #: ``error_type`` of an attempt whose agent went quiet for longer than its role's timeout.
 STALLED = "stalled"
+#: ``error_type`` of an attempt whose worker stopped renewing its lease.
+WORKER_LOST = "worker_lost"
 #: ``error_type`` of a contract whose new dependencies would close a cycle.
 DEPENDENCY_CYCLE = "dependency_cycle"
 #: Wild suspensions on one item before it is given up (A7-RT: same-node recurrence halts).

@@ -51,7 +51,7 @@ from scheduler.events import (
 from scheduler.executors.base import Executor
 from scheduler.failures import recent_failures, repeated_errors
 from scheduler.inputs import build_inputs
-from scheduler.policy import DEPENDENCY_CYCLE, STALLED, decide
+from scheduler.policy import DEPENDENCY_CYCLE, STALLED, WORKER_LOST, decide
 from scheduler.project import ProjectDir
 from scheduler.settings import Settings
 from scheduler.state import INTERRUPTED, RunState, RunStatus, apply, fold, item_key
@@ -151,31 +151,67 @@ class RunController:
         A paused run dispatches nothing more but still applies the results of
         attempts already in flight, so no finished work is thrown away.
         """
-        self.audit.open()
+        self.open()
         try:
-            self._recover()
-            while self.state.status is RunStatus.ACTIVE or (
-                self.state.status is RunStatus.PAUSED and self.state.in_flight()
-            ):
-                if self.state.status is RunStatus.ACTIVE:
-                    self._dispatch_ready()
+            while self.wants_more():
+                self.dispatch_ready()
                 if not self.state.in_flight():
                     if self._wait_for_retries():
                         continue
-                    self._finish()
+                    self.finish()
                     break
                 results = self.executor.poll(self._poll_timeout())
                 for result in results:
-                    self._handle(result)
-                self._renew_leases()
-                self._expire_leases()
-                if results and self.state.status is RunStatus.ACTIVE:
-                    self._detect_systemic()
-                self.project.write_state(self.state)
-            self.project.write_state(self.state)
+                    self.handle(result)
+                self.tick(had_results=bool(results))
             return self.state
         finally:
+            self.close()
+
+    # The steps of ``drive``, public so that the scheduler service can interleave
+    # many runs over one shared executor.
+
+    def open(self) -> None:
+        """Take the run's lock, fold its log and recover from whatever stopped it."""
+        self.audit.open()
+        try:
+            self._recover()
+        except BaseException:
             self.audit.close()
+            raise
+
+    def close(self) -> None:
+        """Write the final snapshot and release the run."""
+        try:
+            self.project.write_state(self.state)
+        finally:
+            self.audit.close()
+
+    def wants_more(self) -> bool:
+        """Active, or paused with attempts still in flight whose results we keep."""
+        return self.state.status is RunStatus.ACTIVE or (
+            self.state.status is RunStatus.PAUSED and bool(self.state.in_flight())
+        )
+
+    def tick(self, *, had_results: bool) -> None:
+        """Leases, lost workers and systemic detection; then a snapshot."""
+        self._renew_leases()
+        self._expire_leases()
+        self._reclaim_lost()
+        if had_results and self.state.status is RunStatus.ACTIVE:
+            self._detect_systemic()
+        self.project.write_state(self.state)
+
+    def settle(self) -> bool:
+        """When nothing is in flight or waiting for a retry, end the run; True if it ended."""
+        if self.state.in_flight() or not self.wants_more():
+            return not self.wants_more()
+        if [t for t in self._pending_retry_times() if t > self.clock()]:
+            return False
+        if self.ready():
+            return False
+        self.finish()
+        return True
 
     def _recover(self) -> None:
         events, warnings = read_events(self.project.audit_path)
@@ -195,10 +231,20 @@ class RunController:
             mode=self.settings.scheduling,
         )
         self.project.sweep_staging()
-        # Attempts that were in flight when the previous scheduler stopped can
-        # no longer report to us: dispatch them again under a new attempt number.
         now = self.clock()
-        for item in self.state.in_flight():
+        if self.executor.survives_restart:
+            # Attempts in flight on a fleet keep running while the scheduler is down;
+            # their results wait in the stream. Watch their leases again.
+            self.executor.adopt(
+                [(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()]
+            )
+            for item in self.state.in_flight():
+                tracker = ActivityTracker(clock=self.clock)
+                tracker.record_activity("dispatch")
+                self.trackers[(item.component_id, item.phase, item.attempt)] = tracker
+        # In-process attempts died with the previous scheduler: dispatch them again
+        # under a new attempt number.
+        for item in [] if self.executor.survives_restart else self.state.in_flight():
             self._log(
                 ItemFailed(
                     component_id=item.component_id,
@@ -240,9 +286,22 @@ class RunController:
 
     # -- dispatch ---------------------------------------------------------
 
-    def _dispatch_ready(self) -> None:
+    def dispatch_ready(self) -> None:
+        """Dispatch every ready item the budget allows (the single-run loop)."""
+        for cid, phase in self.ready():
+            self.dispatch(cid, phase)
+
+    def ready(self) -> list[Key]:
+        """Ready items within the budget, critical path first; empty unless active.
+
+        When items are ready but none fits the budget and nothing is in flight, the
+        run stops here (the items are suspended *far*).
+        """
         assert self.scheduler is not None
+        if self.state.status is not RunStatus.ACTIVE:
+            return []
         blocked: list[tuple[Key, str]] = []
+        allowed: list[Key] = []
         for cid, phase in self.scheduler.ready_for_state(self.state, now=self.clock()):
             reason = check_dispatch(
                 phase.value,
@@ -250,12 +309,13 @@ class RunController:
                 phase_spend=self.state.spend_by_phase,
                 budget=self.settings.budget,
             )
-            if reason is not None:
+            if reason is None:
+                allowed.append((cid, phase))
+            else:
                 blocked.append(((cid, phase), reason))
-                continue
-            self._dispatch(cid, phase)
-        if blocked and not self.state.in_flight():
+        if blocked and not allowed and not self.state.in_flight():
             self._suspend_for_budget(blocked)
+        return allowed
 
     def _suspend_for_budget(self, blocked: list[tuple[Key, str]]) -> None:
         """Nothing can be dispatched within the budget: the run stops until it is raised."""
@@ -275,7 +335,8 @@ class RunController:
             )
         )
 
-    def _dispatch(self, component_id: str, phase: Phase) -> None:
+    def dispatch(self, component_id: str, phase: Phase) -> None:
+        """Log and send one new attempt of a ready item."""
         item = self.state.item(component_id, phase)
         attempt = item.attempt + 1
         try:
@@ -312,6 +373,9 @@ class RunController:
                 feedback=feedback,
                 environment=self.settings.environment,
                 timeout_s=min(timeout_s, self.settings.verify_timeout_s),
+                agent=self.state.agent or "replay",
+                agent_options=self.state.agent_options,
+                sandbox=self.state.sandbox or "local",
             )
         )
 
@@ -339,6 +403,26 @@ class RunController:
             if tracker is not None:
                 tracker.record_activity("heartbeat")
 
+    def _reclaim_lost(self) -> None:
+        """Attempts whose worker stopped renewing its lease are dispatched again."""
+        current = {(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()}
+        for cid, phase, attempt in self.executor.lost():
+            if (cid, phase, attempt) not in current:
+                continue
+            self.trackers.pop((cid, phase, attempt), None)
+            self._fail(
+                ResultMessage(
+                    run_id=self.state.run_id,
+                    component_id=cid,
+                    phase=phase,
+                    attempt=attempt,
+                    outcome="error",
+                    error_class=ErrorClass.TRANSIENT,
+                    error_type=WORKER_LOST,
+                    error="WorkerLost: the worker's lease expired (it stopped or lost Redis)",
+                )
+            )
+
     def _expire_leases(self) -> None:
         """An attempt whose worker went quiet past its role's timeout is retried."""
         for item in self.state.in_flight():
@@ -364,7 +448,12 @@ class RunController:
 
     # -- results ----------------------------------------------------------
 
-    def _handle(self, result: ResultMessage) -> None:
+    def handle(self, result: ResultMessage) -> None:
+        """Apply one result (or log why it is dropped), then acknowledge it."""
+        self._apply_result(result)
+        self.executor.ack(result)
+
+    def _apply_result(self, result: ResultMessage) -> None:
         key = item_key(result.component_id, result.phase)
         item = self.state.items.get(key)
         if result.run_id != self.state.run_id or item is None:
@@ -553,7 +642,8 @@ class RunController:
             return max(0.0, min(self.poll_s, min(later) - self.clock()))
         return self.poll_s
 
-    def _finish(self) -> None:
+    def finish(self) -> None:
+        """Log the run's end: completed when every item is done, else failed."""
         if self.state.status is not RunStatus.ACTIVE:
             return
         statuses = [i.status for i in self.state.items.values()]

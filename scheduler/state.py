@@ -118,6 +118,7 @@ class RunState(BaseModel):
     settings: dict[str, object] = Field(default_factory=dict)
     agent: str = ""
     agent_options: dict[str, str] = Field(default_factory=dict)
+    sandbox: str = ""
     pattern_type: str = ""
     affected_components: list[str] = Field(default_factory=list)
     #: ``seq`` of the last resume: systemic detection only looks at newer failures.
@@ -198,6 +199,7 @@ def _run_started(state: RunState, e: RunStarted) -> None:
     state.settings = dict(e.settings)
     state.agent = e.agent
     state.agent_options = dict(e.agent_options)
+    state.sandbox = e.sandbox
     state.status = RunStatus.ACTIVE
     for cid in tree.topological_order():
         state.dependencies[cid] = tree.internal_dependencies(cid)

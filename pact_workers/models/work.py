@@ -143,6 +143,12 @@ class TaskMessage(BaseModel):
     feedback: list[FailureNote] = Field(default_factory=list)
     environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
     timeout_s: float = Field(default=300.0, gt=0)
+    #: Which agent and sandbox the worker builds (options never hold secrets).
+    agent: str = "replay"
+    agent_options: dict[str, str] = Field(default_factory=dict)
+    sandbox: str = "local"
+    #: The Redis stream the result goes to (fleet only; empty in-process).
+    reply_to: str = ""
 
     @property
     def item(self) -> WorkItem:

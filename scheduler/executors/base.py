@@ -25,4 +25,20 @@ class Executor(Protocol):
         """(component, phase, attempt) of attempts that showed signs of life since last asked."""
         ...
 
+    #: True when attempts keep running while the scheduler is down (a fleet); then a
+    #: restarted scheduler adopts them instead of dispatching them again.
+    survives_restart: bool
+
+    def ack(self, result: ResultMessage) -> None:
+        """The result is in the audit log: the executor may forget it for good."""
+        ...
+
+    def lost(self) -> list[tuple[str, Phase, int]]:
+        """Attempts whose worker is gone (lease expired); each is reported once."""
+        ...
+
+    def adopt(self, attempts: list[tuple[str, Phase, int]]) -> None:
+        """Watch attempts a previous scheduler dispatched (after a restart)."""
+        ...
+
     def close(self) -> None: ...

@@ -62,6 +62,17 @@ class LocalExecutor:
             except queue.Empty:
                 return out
 
+    survives_restart = False
+
+    def ack(self, result: ResultMessage) -> None:
+        """Nothing to do: results live only in this process's queue."""
+
+    def lost(self) -> list[tuple[str, Phase, int]]:
+        return []  # a thread cannot vanish without its future reporting
+
+    def adopt(self, attempts: list[tuple[str, Phase, int]]) -> None:
+        raise RuntimeError("in-process attempts do not survive a restart")
+
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 

@@ -173,6 +173,17 @@ class SimulatedExecutor:
             return []
         return [(t.component_id, t.phase, t.attempt) for _, _, t, _ in self._running]
 
+    survives_restart = False
+
+    def ack(self, result: ResultMessage) -> None:
+        """Nothing to acknowledge: results are handed over once."""
+
+    def lost(self) -> list[tuple[str, Phase, int]]:
+        return []
+
+    def adopt(self, attempts: list[tuple[str, Phase, int]]) -> None:
+        raise RuntimeError("simulated attempts do not survive a restart")
+
     def close(self) -> None:
         """Drop everything still queued or running; no result will be reported."""
         self._queued.clear()

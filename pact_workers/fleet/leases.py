@@ -1,0 +1,260 @@
+"""Leases, fencing tokens and heartbeats: how the scheduler tells a slow worker from a dead one.
+
+The scheduler owns failure detection (DESIGN, "Failure policy"). When it dispatches
+attempt *n* of a work item it records *n* as the item's current attempt (the fencing
+token) and a ``queued`` lease. The worker that picks the task up checks that *n* is
+still current, then holds a ``running`` lease with a short TTL, renewed from a
+background thread while the attempt runs. A running lease that expires means the
+worker died: the scheduler dispatches *n + 1*, and a late result of *n* is dropped
+because *n* is no longer current. ``mark_done`` makes sure one attempt publishes one
+result even if Celery redelivers its task.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any, Protocol
+
+import redis
+from redis.exceptions import RedisError
+
+from pact_workers.fleet import keys
+from pact_workers.fleet.connection import retry_deadline
+
+__all__ = ["Attempt", "LeaseHold", "Leases", "heartbeat_worker", "live_workers"]
+
+log = logging.getLogger(__name__)
+
+#: The lease value of a dispatched attempt no worker has started yet.
+QUEUED = b"queued"
+#: Prefix of the lease value of a running attempt (``running:<worker id>``).
+RUNNING = b"running:"
+
+AttemptKey = tuple[str, str, str, int]
+
+
+class Attempt(Protocol):
+    """What names one attempt: a TaskMessage or a ResultMessage."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def component_id(self) -> str: ...
+
+    @property
+    def phase(self) -> str: ...
+
+    @property
+    def attempt(self) -> int: ...
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def _lease_key(task: Attempt) -> str:
+    return keys.lease(task.run_id, task.component_id, task.phase, task.attempt)
+
+
+class Leases:
+    """Leases and fencing tokens of attempts, shared by the scheduler and workers.
+
+    Args:
+        client: a Redis client.
+        ttl_s: the TTL of a running lease; its holder renews it every ``ttl_s / 3``,
+            so a dead worker is noticed within ``ttl_s``.
+        queued_ttl_s: the TTL of a queued lease (a task waiting in a Celery queue has
+            no worker to renew it; the role's timeout is the scheduler's business).
+    """
+
+    def __init__(
+        self, client: redis.Redis, *, ttl_s: float = 10.0, queued_ttl_s: float = 24 * 3600
+    ) -> None:
+        if ttl_s <= 0 or queued_ttl_s <= 0:
+            raise ValueError("lease TTLs must be positive")
+        self.client = client
+        self.ttl_s = ttl_s
+        self.queued_ttl_s = queued_ttl_s
+
+    def dispatch(self, task: Attempt) -> None:
+        """Make ``task.attempt`` the current attempt of its item, with a queued lease."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.set(
+            keys.current_attempt(task.run_id, task.component_id, task.phase),
+            str(task.attempt),
+            ex=keys.CURRENT_ATTEMPT_TTL_S,
+        )
+        pipe.set(_lease_key(task), QUEUED, px=_ms(self.queued_ttl_s))
+        pipe.execute()
+
+    def is_current(self, task: Attempt) -> bool:
+        """Whether ``task`` is its item's current attempt, so a worker should run it.
+
+        A missing key counts as current, and so does a recorded attempt older than
+        ``task``'s (the scheduler records an attempt before it sends it, so that can only
+        be a write Redis lost): a worker never drops work because Redis lost a key.
+        """
+        raw = self.client.get(keys.current_attempt(task.run_id, task.component_id, task.phase))
+        if raw is None:
+            return True
+        try:
+            current = int(raw)
+        except ValueError:
+            log.warning("unreadable current attempt %r for %s; running it", raw, _lease_key(task))
+            return True
+        return task.attempt >= current
+
+    def hold(self, task: Attempt, worker_id: str) -> LeaseHold:
+        """A context manager that holds the running lease of ``task`` while its block runs.
+
+        On entry the lease becomes ``running:<worker_id>`` with a TTL of ``ttl_s``, and
+        a daemon thread renews it every ``ttl_s / 3``; on exit the thread stops and the
+        lease is deleted. Redis errors (a restarting server) are logged, never raised
+        into the block.
+        """
+        return LeaseHold(self, task, worker_id)
+
+    def alive(self, tasks: Iterable[AttemptKey]) -> dict[AttemptKey, bool]:
+        """For each (run_id, component_id, phase, attempt): whether its lease exists."""
+        items = list(tasks)
+        if not items:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for item in items:
+            pipe.exists(keys.lease(*item))
+        return {item: bool(found) for item, found in zip(items, pipe.execute(), strict=True)}
+
+    def mark_done(self, task: Attempt) -> bool:
+        """Claim the right to publish the result of ``task``: True for the first caller only."""
+        key = keys.done(task.run_id, task.component_id, task.phase, task.attempt)
+        return bool(self.client.set(key, b"1", nx=True, ex=keys.DONE_TTL_S))
+
+    def forget(self, task: Attempt) -> None:
+        """Delete the lease of ``task`` (the scheduler has its result or gave up on it)."""
+        self.client.delete(_lease_key(task))
+
+
+class LeaseHold:
+    """The running lease of one attempt, renewed from a daemon thread (see :meth:`Leases.hold`)."""
+
+    def __init__(self, leases: Leases, task: Attempt, worker_id: str) -> None:
+        self.leases = leases
+        self.task = task
+        self.key = _lease_key(task)
+        self.value = RUNNING + worker_id.encode()
+        self.interval_s = leases.ttl_s / 3
+        #: Renewals that failed (Redis unreachable) since entry.
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._crashed = False
+
+    def __enter__(self) -> None:
+        try:
+            self._set()
+        except RedisError as exc:
+            # The renewal thread keeps trying; the task must not fail on a Redis blip.
+            self.failures += 1
+            log.warning("could not take lease %s: %s; retrying in the background", self.key, exc)
+        self._thread = threading.Thread(
+            target=self._renew_loop, name=f"lease {self.key}", daemon=True
+        )
+        self._thread.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop_thread()
+        if self._crashed:
+            return
+        try:
+            # Bounded: if Redis is down, the lease expires on its own within ttl_s.
+            with retry_deadline(self.leases.ttl_s):
+                self.leases.client.delete(self.key)
+        except RedisError as exc:
+            log.warning("could not delete lease %s (it expires by itself): %s", self.key, exc)
+
+    def _crash(self) -> None:
+        """Test hook: stop renewing and leave the lease behind, as a killed worker does."""
+        self._crashed = True
+        self._stop_thread()
+
+    def _stop_thread(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.leases.ttl_s)
+
+    def _set(self, *, only_if_present: bool = False) -> bool:
+        ttl_ms = _ms(self.leases.ttl_s)
+        return bool(self.leases.client.set(self.key, self.value, px=ttl_ms, xx=only_if_present))
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                # Each renewal gets one interval of retries, so that a Redis outage
+                # delays the next renewal by at most that much.
+                with retry_deadline(self.interval_s):
+                    if not self._renew():
+                        return
+            except RedisError as exc:
+                self.failures += 1
+                log.warning("could not renew lease %s: %s; retrying", self.key, exc)
+            except Exception:  # a renewal bug must not kill the thread silently
+                self.failures += 1
+                log.exception("unexpected error renewing lease %s", self.key)
+
+    def _renew(self) -> bool:
+        """Extend the lease; False when the attempt was superseded and renewing should stop."""
+        # SET XX PX sets the value and the TTL at once, and only if the lease is still there.
+        if self._set(only_if_present=True):
+            return True
+        # The lease is gone: it expired (renewals stalled), the scheduler forgot the
+        # attempt, or Redis lost it. Re-take it while the attempt is still current.
+        if not self.leases.is_current(self.task):
+            log.warning("attempt %s was superseded; no longer renewing its lease", self.key)
+            return False
+        log.warning("lease %s had vanished; taking it again", self.key)
+        self._set()
+        return True
+
+
+def heartbeat_worker(
+    client: redis.Redis, worker_id: str, info: Mapping[str, Any], ttl_s: float
+) -> None:
+    """Record that worker ``worker_id`` is alive for ``ttl_s`` (call every ttl_s / 3).
+
+    Args:
+        client: a Redis client.
+        worker_id: the worker's id (e.g. Celery's hostname ``celery@host``).
+        info: JSON-serialisable facts about it: roles, hostname, pid...
+        ttl_s: how long the key outlives the last heartbeat.
+    """
+    doc = {**info, "worker_id": worker_id, "heartbeat_at": time.time()}
+    client.set(keys.worker(worker_id), json.dumps(doc, sort_keys=True), px=_ms(ttl_s))
+
+
+def live_workers(client: redis.Redis) -> dict[str, dict[str, Any]]:
+    """Every worker with a live heartbeat: worker id -> what it last reported."""
+    found = sorted(client.scan_iter(match=keys.WORKER_PATTERN, count=500))
+    if not found:
+        return {}
+    workers: dict[str, dict[str, Any]] = {}
+    prefix = len(keys.worker(""))
+    for key, raw in zip(found, client.mget(found), strict=True):
+        if raw is None:
+            continue  # expired between SCAN and MGET
+        name = key.decode() if isinstance(key, bytes) else str(key)
+        try:
+            workers[name[prefix:]] = dict(json.loads(raw))
+        except (ValueError, TypeError):
+            log.warning("unreadable worker heartbeat %s", name)
+    return workers

@@ -1,0 +1,159 @@
+"""One Celery task per role, each thin: decode the message, run the attempt, publish.
+
+A task message carries a :class:`TaskMessage` as a JSON object: ids, the attempt
+number (the fencing token) and artifact digests. The worker fetches inputs from
+the Redis artifact store, runs the agent and the harness in its sandbox, stores
+the outputs and publishes one :class:`ResultMessage` to the stream named in the
+message. While it works it holds a lease the scheduler watches; a worker that
+dies stops renewing it, and the scheduler dispatches a new attempt in seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded
+from pydantic import ValidationError
+
+from pact_workers.agents.base import Agent
+from pact_workers.app import TASK_NAMES, app, broker_url_from_env
+from pact_workers.artifacts import ArtifactStore
+from pact_workers.fleet.blobs import RedisBlobStore
+from pact_workers.fleet.connection import redis_from_url
+from pact_workers.fleet.leases import Leases
+from pact_workers.fleet.results import publish_result
+from pact_workers.models.work import ErrorClass, ResultMessage, TaskMessage
+from pact_workers.runner import execute_task
+from pact_workers.sandbox.base import Sandbox
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerRuntime:
+    """What one worker process shares between its tasks (built on first use)."""
+
+    broker_url: str
+    worker_id: str
+    store: ArtifactStore
+    leases: Leases
+    client: Any
+    _agents: dict[tuple[str, tuple[tuple[str, str], ...]], Agent] = field(default_factory=dict)
+    _sandboxes: dict[str, Sandbox] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def agent(self, name: str, options: dict[str, str]) -> Agent:
+        key = (name, tuple(sorted(options.items())))
+        with self._lock:
+            if key not in self._agents:
+                self._agents[key] = build_agent(name, options)
+            return self._agents[key]
+
+    def sandbox(self, name: str) -> Sandbox:
+        with self._lock:
+            if name not in self._sandboxes:
+                self._sandboxes[name] = build_sandbox(name)
+            return self._sandboxes[name]
+
+
+def build_agent(name: str, options: dict[str, str]) -> Agent:
+    """The agent a task asks for. Options never carry secrets; keys come from the env."""
+    if name == "replay":
+        from pact_workers.agents.replay import ReplayAgent
+
+        return ReplayAgent(options["replay_dir"])
+    if name == "noop":
+        from pact_workers.agents.noop import NoopAgent
+
+        return NoopAgent()
+    raise ValueError(f"this worker has no agent {name!r}")
+
+
+def build_sandbox(name: str) -> Sandbox:
+    if name == "local":
+        from pact_workers.sandbox.local import LocalSandbox
+
+        return LocalSandbox()
+    raise ValueError(f"this worker has no sandbox {name!r}")
+
+
+@cache
+def runtime() -> WorkerRuntime:
+    url = broker_url_from_env()
+    client = redis_from_url(url)
+    worker_id = os.environ.get("PACT_WORKER_ID") or f"{socket.gethostname()}:{os.getpid()}"
+    return WorkerRuntime(
+        broker_url=url,
+        worker_id=worker_id,
+        store=ArtifactStore(RedisBlobStore(client)),
+        leases=Leases(client),
+        client=client,
+    )
+
+
+def run_attempt(message: dict[str, Any]) -> str:
+    """Execute one attempt and publish its result; returns what happened, for Flower."""
+    try:
+        task = TaskMessage.model_validate(message)
+    except ValidationError as exc:
+        # Nothing to reply to safely: the message itself is malformed. Acknowledge and log.
+        log.error("rejected a malformed task message: %s", str(exc).splitlines()[0])
+        return "rejected: malformed message"
+    rt = runtime()
+    if not task.reply_to:
+        log.error("task %s has no reply_to stream; dropped", task.idempotency_key)
+        return "rejected: no reply_to"
+    if not rt.leases.is_current(task):
+        # A newer attempt was dispatched (this one's lease expired): do not run stale work.
+        return "superseded"
+    with rt.leases.hold(task, rt.worker_id):
+        try:
+            result = execute_task(
+                task,
+                agent=rt.agent(task.agent, dict(task.agent_options)),
+                sandbox=rt.sandbox(task.sandbox),
+                store=rt.store,
+            )
+        except SoftTimeLimitExceeded:
+            result = _error(task, "SoftTimeLimitExceeded: the attempt ran past its time limit")
+        except ValueError as exc:  # an agent or sandbox this worker cannot build
+            result = _error(task, str(exc), ErrorClass.SYSTEMIC)
+    if rt.leases.mark_done(task):
+        publish_result(rt.client, task.reply_to, result)
+        return result.outcome
+    return "duplicate"
+
+
+def _error(
+    task: TaskMessage, message: str, cls: ErrorClass = ErrorClass.TRANSIENT
+) -> ResultMessage:
+    return ResultMessage(
+        run_id=task.run_id,
+        component_id=task.component_id,
+        phase=task.phase,
+        attempt=task.attempt,
+        outcome="error",
+        error_class=cls,
+        error_type=message.split(":", 1)[0],
+        error=message,
+    )
+
+
+def _register(name: str) -> Callable[..., str]:
+    def role_task(self: Task, message: dict[str, Any]) -> str:
+        return run_attempt(message)
+
+    role_task.__name__ = name.replace(".", "_")
+    return app.task(name=name, bind=True)(role_task)  # type: ignore[no-any-return]
+
+
+#: The tasks, by role (``pact.contract_author``, ...).
+ROLE_TASKS = {role: _register(name) for role, name in TASK_NAMES.items()}
