@@ -94,7 +94,7 @@ def runtime() -> WorkerRuntime:
         broker_url=url,
         worker_id=worker_id,
         store=ArtifactStore(RedisBlobStore(client)),
-        leases=Leases(client),
+        leases=Leases(client, ttl_s=float(os.environ.get("PACT_LEASE_TTL_S", "10"))),
         client=client,
     )
 
@@ -126,10 +126,13 @@ def run_attempt(message: dict[str, Any]) -> str:
             result = _error(task, "SoftTimeLimitExceeded: the attempt ran past its time limit")
         except ValueError as exc:  # an agent or sandbox this worker cannot build
             result = _error(task, str(exc), ErrorClass.SYSTEMIC)
-    if rt.leases.mark_done(task):
+        # Order matters: the done marker, then the result, and only then (leaving the
+        # block) the lease goes. A scheduler that sees no lease but the marker knows
+        # the result is on its way; no lease and no marker means the worker died.
+        if not rt.leases.mark_done(task):
+            return "duplicate"
         publish_result(rt.client, task.reply_to, result)
-        return result.outcome
-    return "duplicate"
+    return result.outcome
 
 
 def _error(

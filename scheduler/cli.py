@@ -166,6 +166,12 @@ def run(
     ] = None,
     workers: Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")] = 4,
     sandbox: Annotated[str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox")] = "local",
+    executor: Annotated[
+        str, typer.Option(envvar="PACT_EXECUTOR", help="local (in-process) or celery (the fleet)")
+    ] = "local",
+    broker: Annotated[
+        str | None, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
+    ] = None,
 ) -> None:
     """Run every component of TREE through contract, test and implementation."""
     try:
@@ -178,6 +184,8 @@ def run(
                 workers=workers,
                 sandbox_name=sandbox,
                 listener=_ProgressListener(progress),
+                executor_name=executor,
+                broker_url=broker,
             )
     except InputError as exc:
         raise _bad_input(exc) from exc
@@ -337,6 +345,49 @@ def doctor(
         mark = "[green]ok[/]  " if ok else "[red]MISSING[/]"
         out.print(f"  {mark} {name}: {detail}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_OK if all(ok for _, ok, _ in checks) else EXIT_FAILED)
+
+
+@app.command()
+def worker(
+    broker: Annotated[
+        str, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet's Redis")
+    ],
+    roles: Annotated[
+        str,
+        typer.Option(
+            envvar="PACT_ROLES", help="Comma-separated roles whose queues this worker takes"
+        ),
+    ] = "contract_author,test_author,code_author,integrator",
+    concurrency: Annotated[
+        int, typer.Option(envvar="PACT_CONCURRENCY", help="Attempts this worker runs at once")
+    ] = 2,
+    pool: Annotated[str, typer.Option(envvar="PACT_POOL", help="Celery pool")] = "prefork",
+    loglevel: Annotated[str, typer.Option(envvar="PACT_LOGLEVEL")] = "INFO",
+    lease_ttl: Annotated[
+        float,
+        typer.Option(
+            "--lease-ttl",
+            envvar="PACT_LEASE_TTL_S",
+            help="Seconds a running attempt's lease lives without renewal: how fast the "
+            "scheduler notices this worker died",
+        ),
+    ] = 10.0,
+) -> None:
+    """Start a fleet worker: `celery worker` on the queues of the given roles."""
+    try:
+        argv = commands.worker_argv(
+            broker_url=broker,
+            roles=roles,
+            concurrency=concurrency,
+            pool=pool,
+            loglevel=loglevel,
+            lease_ttl_s=lease_ttl,
+        )
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    from pact_workers.app import app as celery_app
+
+    celery_app.worker_main(argv)
 
 
 def main() -> None:

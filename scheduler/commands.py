@@ -7,6 +7,7 @@ disk untouched.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -16,11 +17,17 @@ from pathlib import Path
 
 from pact_workers.agents.base import Agent
 from pact_workers.agents.replay import ReplayAgent
+from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import InputError, RunDirError
+from pact_workers.fleet.blobs import RedisBlobStore
+from pact_workers.fleet.connection import check_redis_url
+from pact_workers.fleet.tiered import TieredBlobStore
 from pact_workers.models.tree import load_tree
 from pact_workers.sandbox.base import Sandbox
 from pact_workers.sandbox.local import LocalSandbox
 from scheduler.audit import AuditLog
+from scheduler.executors.base import Executor
+from scheduler.executors.celery import CeleryExecutor
 from scheduler.executors.local import LocalExecutor
 from scheduler.project import ProjectDir
 from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
@@ -57,10 +64,13 @@ def run_tree(
     workers: int = 4,
     sandbox_name: str = "local",
     listener: Listener | None = None,
+    executor_name: str = "local",
+    broker_url: str | None = None,
 ) -> RunState:
     """Validate everything, start a run in ``project_dir`` and drive it to the end."""
     if workers < 1:
         raise InputError(f"--workers must be at least 1, got {workers}")
+    broker_url = check_executor(executor_name, broker_url)
     tree = load_tree(tree_path)
     project = ProjectDir(project_dir)
     if project_dir.exists() and not project_dir.is_dir():
@@ -90,7 +100,66 @@ def run_tree(
         sandbox=sandbox,
         workers=workers,
         listener=listener,
+        executor_name=executor_name,
+        broker_url=broker_url,
     )
+
+
+def worker_argv(
+    *,
+    broker_url: str,
+    roles: str,
+    concurrency: int,
+    pool: str,
+    loglevel: str,
+    lease_ttl_s: float = 10.0,
+) -> list[str]:
+    """The ``celery worker`` arguments for ``pact worker``; sets the broker for the app."""
+    from pact_workers.app import QUEUES
+
+    wanted = [r.strip() for r in roles.split(",") if r.strip()]
+    unknown = [r for r in wanted if r not in QUEUES]
+    if not wanted or unknown:
+        raise InputError(
+            f"--roles: unknown role(s) {', '.join(unknown) or '(none given)'}; choose from "
+            + ", ".join(QUEUES)
+        )
+    if concurrency < 1:
+        raise InputError(f"--concurrency must be at least 1, got {concurrency}")
+    if pool not in {"prefork", "threads", "solo"}:
+        raise InputError(f"--pool {pool!r}: choose prefork, threads or solo")
+    if not 1.0 <= lease_ttl_s <= 600.0:
+        raise InputError(f"--lease-ttl must be between 1 and 600 seconds, got {lease_ttl_s}")
+    os.environ["PACT_BROKER_URL"] = check_redis_url(broker_url)
+    os.environ["PACT_LEASE_TTL_S"] = str(lease_ttl_s)
+    return [
+        "worker",
+        "--queues",
+        ",".join(QUEUES[r] for r in wanted),
+        "--concurrency",
+        str(concurrency),
+        "--pool",
+        pool,
+        "--loglevel",
+        loglevel,
+        "--task-events",
+        "--hostname",
+        f"pact-{os.getpid()}@%h",
+    ]
+
+
+EXECUTORS = ("local", "celery")
+
+
+def check_executor(name: str, broker_url: str | None) -> str | None:
+    """Validate --executor and --broker together; returns the broker URL to use."""
+    if name not in EXECUTORS:
+        raise InputError(f"unknown executor {name!r}; choose one of: {', '.join(EXECUTORS)}")
+    if name == "celery":
+        if not broker_url:
+            raise InputError("--executor celery needs --broker redis://HOST:PORT/DB")
+        return check_redis_url(broker_url)
+    return None
 
 
 def drive_run(
@@ -101,9 +170,24 @@ def drive_run(
     sandbox: Sandbox,
     workers: int,
     listener: Listener | None = None,
+    executor_name: str = "local",
+    broker_url: str | None = None,
 ) -> RunState:
-    store = project.store()
-    executor = LocalExecutor(workers=workers, agent=agent, sandbox=sandbox, store=store)
+    executor: Executor
+    if executor_name == "celery":
+        assert broker_url is not None
+        run_id = load_state(project)[0].run_id
+        fleet_executor = CeleryExecutor.single_run(broker_url, run_id, capacity=workers)
+        store = ArtifactStore(
+            TieredBlobStore(
+                DirectoryBlobStore(project.artifacts_dir),
+                RedisBlobStore(fleet_executor.fleet.client),
+            )
+        )
+        executor = fleet_executor
+    else:
+        store = project.store()
+        executor = LocalExecutor(workers=workers, agent=agent, sandbox=sandbox, store=store)
     try:
         controller = RunController(
             project, executor=executor, store=store, settings=settings, listener=listener

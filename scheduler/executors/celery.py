@@ -1,0 +1,178 @@
+"""The Celery executor: attempts run on the fleet, results come back through Redis.
+
+:class:`CeleryFleet` is the connection a scheduler process shares between its
+runs: it sends task messages to the role queues, reads the result stream with a
+consumer group, and watches the leases of what it sent. :class:`CeleryExecutor`
+is one run's view of it, with the same interface as the local executor.
+
+Failure detection is the scheduler's, not the broker's: an attempt whose lease
+is gone (and whose worker left no "done" marker) is reported lost within about
+one lease TTL, and the run loop dispatches a new attempt at once. The broker's
+own redelivery of the dead worker's message comes much later and is refused by
+the worker, because its attempt is no longer the current one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from typing import Any
+
+from celery import Celery
+
+from pact_workers.app import QUEUES, TASK_NAMES, fleet_config
+from pact_workers.fleet import keys
+from pact_workers.fleet.connection import check_redis_url, redis_from_url
+from pact_workers.fleet.leases import Leases
+from pact_workers.fleet.results import ResultStream
+from pact_workers.models.work import ROLE_FOR_PHASE, Phase, ResultMessage, TaskMessage
+
+log = logging.getLogger(__name__)
+
+Lease = tuple[str, str, Phase, int]  # run_id, component_id, phase, attempt
+
+#: Publishing retries while the broker restarts.
+SEND_RETRY_POLICY = {
+    "max_retries": 60,
+    "interval_start": 0.1,
+    "interval_step": 0.5,
+    "interval_max": 2.0,
+}
+
+
+class CeleryFleet:
+    """One scheduler process's connection to the fleet (shared by all its runs)."""
+
+    def __init__(
+        self,
+        broker_url: str,
+        *,
+        stream: str = keys.RESULTS_STREAM,
+        consumer: str = "scheduler",
+        lease_ttl_s: float = 10.0,
+    ) -> None:
+        self.broker_url = check_redis_url(broker_url)
+        self.client = redis_from_url(self.broker_url)
+        self.stream = stream
+        self.leases = Leases(self.client, ttl_s=lease_ttl_s)
+        self.results = ResultStream(self.client, stream, consumer=consumer)
+        self.results.ensure_group()
+        self.celery = Celery("pact_scheduler", set_as_current=False)
+        self.celery.conf.update(fleet_config(self.broker_url))
+        self._in_flight: dict[Lease, float] = {}
+        self._entries: dict[str, list[str]] = defaultdict(list)
+
+    def submit(self, task: TaskMessage) -> None:
+        task = task.model_copy(update={"reply_to": self.stream})
+        self.leases.dispatch(task)
+        role = ROLE_FOR_PHASE[task.phase].value
+        self.celery.send_task(
+            TASK_NAMES[role],
+            args=[task.model_dump(mode="json")],
+            queue=QUEUES[role],
+            # What Flower shows for the arguments: readable, unlike the digests.
+            argsrepr=(
+                f"run={task.run_id} component={task.component_id} "
+                f"phase={task.phase.value} attempt={task.attempt}"
+            ),
+            retry=True,
+            retry_policy=SEND_RETRY_POLICY,
+        )
+        self._in_flight[_lease(task)] = time.monotonic()
+
+    def read(self, timeout_s: float) -> list[ResultMessage]:
+        out = []
+        for delivery in self.results.read(block_ms=max(int(timeout_s * 1000), 0)):
+            self._entries[delivery.result.idempotency_key].append(delivery.entry_id)
+            out.append(delivery.result)
+        return out
+
+    def ack(self, result: ResultMessage) -> None:
+        ids = self._entries.pop(result.idempotency_key, [])
+        if ids:
+            self.results.ack(ids)
+        self._in_flight.pop(_lease(result), None)
+
+    def adopt(self, leases: list[Lease]) -> None:
+        for lease in leases:
+            self._in_flight.setdefault(lease, time.monotonic())
+
+    def alive(self, run_id: str) -> list[tuple[str, Phase, int]]:
+        mine = [k for k in self._in_flight if k[0] == run_id]
+        found = self.leases.alive([(r, c, p.value, a) for r, c, p, a in mine])
+        return [(c, p, a) for r, c, p, a in mine if found.get((r, c, p.value, a))]
+
+    def lost(self, run_id: str) -> list[tuple[str, Phase, int]]:
+        """Attempts of ``run_id`` with neither a lease nor a done marker; reported once."""
+        mine = [k for k in self._in_flight if k[0] == run_id]
+        if not mine:
+            return []
+        alive = self.leases.alive([(r, c, p.value, a) for r, c, p, a in mine])
+        pipe = self.client.pipeline(transaction=False)
+        for r, c, p, a in mine:
+            pipe.exists(keys.done(r, c, p.value, a))
+        done = pipe.execute()
+        gone = []
+        for lease, finished in zip(mine, done, strict=True):
+            r, c, p, a = lease
+            if not alive.get((r, c, p.value, a)) and not finished:
+                self._in_flight.pop(lease, None)
+                gone.append((c, p, a))
+        return gone
+
+    def forget_run(self, run_id: str) -> None:
+        for lease in [k for k in self._in_flight if k[0] == run_id]:
+            self._in_flight.pop(lease, None)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class CeleryExecutor:
+    """One run's view of a :class:`CeleryFleet` (the Executor interface)."""
+
+    name = "celery"
+    survives_restart = True
+
+    def __init__(
+        self, fleet: CeleryFleet, run_id: str, *, capacity: int, owns_fleet: bool = False
+    ) -> None:
+        self.fleet = fleet
+        self.run_id = run_id
+        self.capacity = capacity
+        self.owns_fleet = owns_fleet
+
+    @classmethod
+    def single_run(
+        cls, broker_url: str, run_id: str, *, capacity: int, **fleet_options: Any
+    ) -> CeleryExecutor:
+        """An executor with a fleet connection of its own and a result stream per run."""
+        fleet = CeleryFleet(broker_url, stream=keys.run_results(run_id), **fleet_options)
+        return cls(fleet, run_id, capacity=capacity, owns_fleet=True)
+
+    def submit(self, task: TaskMessage) -> None:
+        self.fleet.submit(task)
+
+    def poll(self, timeout_s: float) -> list[ResultMessage]:
+        return self.fleet.read(timeout_s)
+
+    def activity(self) -> list[tuple[str, Phase, int]]:
+        return self.fleet.alive(self.run_id)
+
+    def ack(self, result: ResultMessage) -> None:
+        self.fleet.ack(result)
+
+    def lost(self) -> list[tuple[str, Phase, int]]:
+        return self.fleet.lost(self.run_id)
+
+    def adopt(self, attempts: list[tuple[str, Phase, int]]) -> None:
+        self.fleet.adopt([(self.run_id, c, p, a) for c, p, a in attempts])
+
+    def close(self) -> None:
+        if self.owns_fleet:
+            self.fleet.close()
+
+
+def _lease(msg: TaskMessage | ResultMessage) -> Lease:
+    return (msg.run_id, msg.component_id, msg.phase, msg.attempt)
