@@ -260,6 +260,12 @@ def resume(
     ] = None,
     workers: Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")] = 4,
     sandbox: Annotated[str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox")] = "local",
+    executor: Annotated[
+        str, typer.Option(envvar="PACT_EXECUTOR", help="local (in-process) or celery (the fleet)")
+    ] = "local",
+    broker: Annotated[
+        str | None, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
+    ] = None,
 ) -> None:
     """Resume a failed, paused or interrupted run; verified work is kept."""
     try:
@@ -271,6 +277,8 @@ def resume(
                 replay_dir=replay_dir,
                 workers=workers,
                 sandbox_name=sandbox,
+                executor_name=executor,
+                broker_url=broker,
                 listener=_ProgressListener(progress),
             )
     except InputError as exc:

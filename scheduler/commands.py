@@ -219,6 +219,8 @@ def resume_run(
     workers: int = 4,
     sandbox_name: str = "local",
     listener: Listener | None = None,
+    executor_name: str = "local",
+    broker_url: str | None = None,
 ) -> tuple[RunState, list[str]]:
     """Resume a failed, paused or interrupted run; returns its final state and what
     was inconsistent on disk when it resumed (each fixed by the resume itself).
@@ -228,6 +230,7 @@ def resume_run(
     """
     if workers < 1:
         raise InputError(f"--workers must be at least 1, got {workers}")
+    broker_url = check_executor(executor_name, broker_url)
     project = ProjectDir(project_dir)
     project.require_run()
     with AuditLog(project.audit_path):
@@ -265,6 +268,8 @@ def resume_run(
         sandbox=sandbox,
         workers=workers,
         listener=listener,
+        executor_name=executor_name,
+        broker_url=broker_url,
     )
     return final, problems
 
