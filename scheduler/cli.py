@@ -398,6 +398,106 @@ def worker(
     celery_app.worker_main(argv)
 
 
+BrokerOption = Annotated[
+    str, typer.Option("--broker", envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
+]
+
+
+@app.command("scheduler")
+def scheduler_service(
+    broker: BrokerOption,
+    runs_dir: Annotated[
+        Path, typer.Option(envvar="PACT_RUNS_DIR", help="Directory holding one project per run")
+    ],
+    max_in_flight: Annotated[
+        str,
+        typer.Option(
+            envvar="PACT_MAX_IN_FLIGHT",
+            help="Global caps per role across runs, e.g. code_author=8,integrator=2 "
+            "(default 16 each)",
+        ),
+    ] = "",
+    metrics_port: Annotated[
+        int, typer.Option(envvar="PACT_METRICS_PORT", help="Serve Prometheus metrics (0: off)")
+    ] = 0,
+    metrics_addr: Annotated[str, typer.Option(envvar="PACT_METRICS_ADDR")] = "127.0.0.1",
+) -> None:
+    """Run the scheduler service: drive every submitted run over the fleet."""
+    try:
+        service = commands.make_service(
+            broker_url=broker,
+            runs_dir=runs_dir,
+            max_in_flight=max_in_flight,
+            metrics_port=metrics_port,
+            metrics_addr=metrics_addr,
+        )
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    service.install_signal_handlers()
+    err.print(f"scheduler service {service.service_id} driving runs in {runs_dir}")
+    service.run_forever()
+
+
+@app.command()
+def submit(
+    trees: Annotated[list[Path], typer.Argument(help="Tree files (JSON or YAML)")],
+    broker: BrokerOption,
+    priority: Annotated[
+        int, typer.Option(envvar="PACT_PRIORITY", help="0 (default) to 9: more gets more turns")
+    ] = 0,
+    agent: Annotated[str, typer.Option(envvar="PACT_AGENT", help="Agent backend")] = "replay",
+    replay_dir: Annotated[
+        Path | None, typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent")
+    ] = None,
+) -> None:
+    """Submit trees to the scheduler service; each becomes a run with an id.
+
+    Every valid tree is queued even when another is rejected (exit code 2 then).
+    """
+    try:
+        queued, errors = commands.submit_batch(
+            broker_url=broker, trees=trees, priority=priority, agent=agent, replay_dir=replay_dir
+        )
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    for entry in queued:
+        out.print(f"{entry.name}: queued as run {entry.run_id}", highlight=False)
+    for error in errors:
+        err.print(f"[bold red]rejected:[/] {error}", highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_BAD_INPUT if errors else EXIT_OK)
+
+
+@app.command()
+def runs(
+    broker: BrokerOption,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """List the runs the scheduler service knows, with their state."""
+    try:
+        entries = commands.list_service_runs(broker_url=broker)
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    if as_json:
+        out.print_json(json.dumps([e.model_dump() for e in entries]))
+        raise typer.Exit(EXIT_OK)
+    table = Table()
+    for col in ("run", "tree", "state", "priority", "items", "cost $", "submitted", "reason"):
+        table.add_column(col)
+    for e in entries:
+        table.add_row(
+            e.run_id,
+            e.name,
+            e.state,
+            str(e.priority),
+            f"{e.items_done}/{e.items_total}",
+            f"{e.cost_usd:.4f}",
+            e.submitted_at,
+            e.reason[:60],
+        )
+    out.print(table)
+    raise typer.Exit(EXIT_OK)
+
+
 def main() -> None:
     # Put this interpreter's directory first on PATH, so that the default
     # environment (python_path: python3, required_tools: [pytest]) finds the

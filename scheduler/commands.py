@@ -16,11 +16,12 @@ from importlib import resources
 from pathlib import Path
 
 from pact_workers.agents.base import Agent
-from pact_workers.agents.replay import ReplayAgent
+from pact_workers.agents.noop import NoopAgent
+from pact_workers.agents.replay import ReplayAgent, load_replay_script
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import InputError, RunDirError
 from pact_workers.fleet.blobs import RedisBlobStore
-from pact_workers.fleet.connection import check_redis_url
+from pact_workers.fleet.connection import check_redis_url, redis_from_url
 from pact_workers.fleet.tiered import TieredBlobStore
 from pact_workers.models.tree import load_tree
 from pact_workers.sandbox.base import Sandbox
@@ -29,14 +30,17 @@ from scheduler.audit import AuditLog
 from scheduler.executors.base import Executor
 from scheduler.executors.celery import CeleryExecutor
 from scheduler.executors.local import LocalExecutor
+from scheduler.metrics import SchedulerMetrics
 from scheduler.project import ProjectDir
 from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
+from scheduler.registry import RunEntry, list_runs, submit_trees
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.run import Listener, RunController, load_state, start_run
+from scheduler.service import SchedulerService
 from scheduler.settings import Settings, load_settings
 from scheduler.state import RunState, RunStatus
 
-AGENTS = ("replay",)
+AGENTS = ("replay", "noop")
 SANDBOXES = ("local",)
 EXAMPLE = "calculator"
 
@@ -46,6 +50,8 @@ def make_agent(name: str, *, replay_dir: Path | None) -> Agent:
         if replay_dir is None:
             raise InputError("--agent replay needs --replay-dir DIR (a directory of artifacts)")
         return ReplayAgent(replay_dir)
+    if name == "noop":
+        return NoopAgent()
     raise InputError(f"unknown agent {name!r}; choose one of: {', '.join(AGENTS)}")
 
 
@@ -367,3 +373,69 @@ def _check_environment(settings: Settings) -> None:
             f"required tools not found on PATH: {', '.join(missing)}; install them or list "
             "their directories in environment.extra_path_dirs in pact.yaml"
         )
+
+
+def make_service(
+    *,
+    broker_url: str,
+    runs_dir: Path,
+    max_in_flight: str = "",
+    metrics_port: int = 0,
+    metrics_addr: str = "127.0.0.1",
+) -> SchedulerService:
+    """Validate the service's options and build it (it connects to Redis here)."""
+    from pact_workers.app import QUEUES
+
+    caps: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in max_in_flight.split(","))):
+        role, _, value = part.partition("=")
+        if role not in QUEUES or not value.isdigit() or int(value) < 1:
+            raise InputError(
+                f"--max-in-flight {part!r}: expected role=N with a role of "
+                f"{', '.join(QUEUES)} and N >= 1"
+            )
+        caps[role] = int(value)
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise InputError(f"--runs-dir {runs_dir}: exists and is not a directory")
+    metrics = None
+    if metrics_port:
+        metrics = SchedulerMetrics()
+        metrics.serve(metrics_port, metrics_addr)
+    return SchedulerService(
+        broker_url=check_redis_url(broker_url),
+        runs_dir=runs_dir,
+        role_caps=caps,
+        metrics=metrics,
+    )
+
+
+def submit_batch(
+    *,
+    broker_url: str,
+    trees: list[Path],
+    priority: int,
+    agent: str,
+    replay_dir: Path | None,
+) -> tuple[list[RunEntry], list[str]]:
+    if agent == "replay":
+        if replay_dir is None:
+            raise InputError("--agent replay needs --replay-dir DIR (a directory of artifacts)")
+        if not replay_dir.is_dir():
+            raise InputError(f"--replay-dir {replay_dir}: no such directory")
+        load_replay_script(replay_dir)
+    elif agent not in AGENTS:
+        raise InputError(f"unknown agent {agent!r}; choose one of: {', '.join(AGENTS)}")
+    options = {"replay_dir": str(replay_dir.resolve())} if replay_dir else {}
+    client = redis_from_url(check_redis_url(broker_url))
+    try:
+        return submit_trees(client, trees, priority=priority, agent=agent, agent_options=options)
+    finally:
+        client.close()
+
+
+def list_service_runs(*, broker_url: str) -> list[RunEntry]:
+    client = redis_from_url(check_redis_url(broker_url))
+    try:
+        return list_runs(client)
+    finally:
+        client.close()
