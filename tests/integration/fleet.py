@@ -1,0 +1,346 @@
+"""Real fleet processes for integration tests: ``pact worker`` and ``pact run`` subprocesses.
+
+:class:`Fleet` starts processes, each in a session (process group) of its own with its
+output in a log file, and guarantees that none outlives it: leaving the ``with`` block
+(also on a failure or an interrupt) stops every process it started, SIGTERM to the
+process group first, SIGKILL after a grace, together with every descendant that left the
+group (the local sandbox runs each test suite in a session of its own). An atexit hook
+kills whatever is left if the block never ran its exit, and on Linux a process started on
+the main thread is killed by the kernel when pytest itself dies.
+
+:meth:`Proc.lose` simulates losing the machine: the process group is frozen, the whole
+process tree is snapshotted, and every process in it is SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: How long a worker gets to log its "ready." line.
+READY_TIMEOUT_S = 60.0
+#: How long a process gets to exit after SIGTERM before it is SIGKILLed.
+STOP_GRACE_S = 10.0
+#: Lines of a log shown in failure messages.
+TAIL_LINES = 40
+
+_PR_SET_PDEATHSIG = 1
+_LIVE: set[Proc] = set()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: have Linux SIGKILL it if pytest dies (even by SIGKILL).
+
+    Only the direct child gets it; its own children are found through the process tree.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _children_map() -> dict[int, list[int]]:
+    """Parent pid -> child pids, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue  # exited meanwhile
+        # Fields after the command name (which may contain spaces and parentheses).
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    return children
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (Linux /proc), children before grandchildren."""
+    if not os.path.isdir("/proc"):
+        return []
+    children = _children_map()
+    found: list[int] = []
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop(0)
+        found.append(child)
+        todo.extend(children.get(child, []))
+    return found
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def tail(path: Path, lines: int = TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        return f"(no log at {path}: {exc.strerror})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class Proc:
+    """One subprocess in its own session, its stdout and stderr in ``log``."""
+
+    def __init__(self, name: str, argv: Sequence[str], log: Path, env: dict[str, str]) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log = log
+        log.parent.mkdir(parents=True, exist_ok=True)
+        on_main = threading.current_thread() is threading.main_thread()
+        with log.open("wb") as out:
+            self.popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" and on_main else None,
+            )
+        self.pid = self.popen.pid
+        #: Processes seen below this one that left its group (sandboxes): killed with it.
+        self._strays: set[int] = set()
+        _LIVE.add(self)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def wait(self, timeout: float) -> int:
+        """Wait for the process to exit; on timeout, stop it and fail with its log."""
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            pytest.fail(f"{self.name} did not finish within {timeout:.0f} s\n{self.describe()}")
+
+    def describe(self) -> str:
+        return f"--- {self.name} ({self.log}), exit {self.returncode} ---\n{tail(self.log)}"
+
+    def _snapshot(self) -> None:
+        self._strays.update(descendants(self.pid))
+
+    def _kill_strays(self) -> None:
+        for pid in self._strays:
+            # A sandbox leads a group of its own: take the group, then the process.
+            _signal_group(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        self._strays.clear()
+
+    def lose(self) -> float:
+        """Lose the machine: SIGKILL the whole process tree at once.
+
+        Returns:
+            The wall-clock time (``time.time()``) of the kill.
+        """
+        # Freeze the group first so that nothing in it starts a new process while the
+        # tree is read; SIGKILL ends stopped processes too.
+        _signal_group(self.pid, signal.SIGSTOP)
+        killed_at = time.time()
+        self._snapshot()
+        _signal_group(self.pid, signal.SIGKILL)
+        self._kill_strays()
+        self._reap()
+        return killed_at
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM the process group, SIGKILL it after ``grace_s``; nothing survives."""
+        if self.running():
+            self._snapshot()
+            _signal_group(self.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout=grace_s)
+        self._snapshot()
+        _signal_group(self.pid, signal.SIGKILL)
+        self._kill_strays()
+        self._reap()
+
+    def _reap(self) -> None:
+        self.popen.wait()
+        # The leader is gone; wait until the rest of its group is too.
+        deadline = time.monotonic() + STOP_GRACE_S
+        while _group_alive(self.pid) and time.monotonic() < deadline:
+            _signal_group(self.pid, signal.SIGKILL)
+            time.sleep(0.01)
+        _LIVE.discard(self)
+
+
+class Worker(Proc):
+    """A ``pact worker`` process."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log: Path,
+        env: dict[str, str],
+        roles: Sequence[str],
+    ) -> None:
+        super().__init__(name, argv, log, env)
+        self.roles = list(roles)
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Wait for Celery's ``<hostname> ready.`` line; fail with the log tail if it
+        does not come (the worker is stopped first)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                if any(line.rstrip().endswith(" ready.") for line in self._lines()):
+                    return
+            if not self.running():
+                self.stop()
+                pytest.fail(f"worker {self.name} exited before it was ready\n{self.describe()}")
+            time.sleep(0.05)
+        self.stop()
+        pytest.fail(f"worker {self.name} not ready within {timeout_s:.0f} s\n{self.describe()}")
+
+    def _lines(self) -> list[str]:
+        return self.log.read_text(errors="replace").splitlines()
+
+
+def pact_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "scheduler.cli", *args]
+
+
+class Fleet:
+    """Starts ``pact worker`` and ``pact`` processes against one broker; stops them all.
+
+    Use as a context manager::
+
+        with Fleet(redis_url, tmp_path / "logs") as fleet:
+            fleet.worker("a", roles=["contract_author", "test_author"])
+            run = fleet.pact("run", ..., name="run")
+            assert run.wait(300) == 0, fleet.logs()
+    """
+
+    def __init__(self, broker_url: str, log_dir: Path) -> None:
+        self.broker_url = broker_url
+        self.log_dir = log_dir
+        self.procs: list[Proc] = []
+        self._names: dict[str, int] = {}
+
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "COLUMNS": "200",
+            "NO_COLOR": "1",
+            "PACT_BROKER_URL": self.broker_url,
+        }
+
+    def _log_path(self, name: str) -> Path:
+        n = self._names.get(name, 0)
+        self._names[name] = n + 1
+        return self.log_dir / (f"{name}.log" if n == 0 else f"{name}.{n}.log")
+
+    def worker(
+        self,
+        name: str,
+        *,
+        roles: Sequence[str],
+        concurrency: int = 2,
+        lease_ttl_s: float | None = None,
+        wait: bool = True,
+    ) -> Worker:
+        """Start ``pact worker`` for ``roles`` and (by default) wait until it is ready."""
+        args = [
+            "worker",
+            "--broker",
+            self.broker_url,
+            "--roles",
+            ",".join(roles),
+            "--concurrency",
+            str(concurrency),
+        ]
+        if lease_ttl_s is not None:
+            args += ["--lease-ttl", str(lease_ttl_s)]
+        proc = Worker(name, pact_argv(*args), self._log_path(name), self.env(), roles)
+        self.procs.append(proc)
+        if wait:
+            proc.wait_ready()
+        return proc
+
+    def pact(self, *args: str, name: str = "pact") -> Proc:
+        """Start ``pact ARGS...`` in the background."""
+        proc = Proc(name, pact_argv(*args), self._log_path(name), self.env())
+        self.procs.append(proc)
+        return proc
+
+    def workers(self) -> list[Worker]:
+        return [p for p in self.procs if isinstance(p, Worker)]
+
+    def logs(self) -> str:
+        """The tail of every process's log, for assertion messages."""
+        return "\n".join(p.describe() for p in self.procs)
+
+    def stop_all(self) -> None:
+        # SIGTERM every group at once, so that the graces run in parallel.
+        for proc in self.procs:
+            if proc.running():
+                proc._snapshot()
+                _signal_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for proc in self.procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+        for proc in self.procs:
+            proc.stop(grace_s=0)
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop_all()
+        survivors = [p for p in self.procs if p.running() or _group_alive(p.pid)]
+        assert not survivors, f"processes survived the fleet: {[p.name for p in survivors]}"
+
+
+@contextlib.contextmanager
+def fleet(broker_url: str, log_dir: Path) -> Iterator[Fleet]:
+    """``with fleet(url, dir) as f:`` — the same as ``with Fleet(url, dir) as f:``."""
+    with Fleet(broker_url, log_dir) as f:
+        yield f
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for proc in list(_LIVE):
+        with contextlib.suppress(Exception):
+            proc.stop(grace_s=0)
