@@ -80,7 +80,9 @@ def fleet_config(broker_url: str) -> dict[str, Any]:
             }
             for role, soft in SOFT_TIME_LIMIT_S.items()
         },
-        "task_send_sent_event": True,
+        # Workers send task events (Flower sees received/started/succeeded); a
+        # "sent" event per dispatch would cost the scheduler a publish per item.
+        "task_send_sent_event": False,
         "worker_send_task_events": True,
         "worker_hijack_root_logger": False,
     }

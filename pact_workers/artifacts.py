@@ -53,15 +53,23 @@ class ArtifactStore:
         self.blobs = blobs
 
     def put_bundle(self, files: Mapping[str, bytes]) -> str:
-        manifest = {}
+        paths = []
         for path, data in files.items():
             rel = safe_relpath(path)
             if len(data) > MAX_BLOB_BYTES:
                 raise ArtifactError(
                     f"artifact {rel!r} is {len(data)} bytes; the limit is {MAX_BLOB_BYTES}"
                 )
-            manifest[rel] = self.blobs.put_blob(data)
-        return self.blobs.put_blob(manifest_bytes(manifest))
+            paths.append(rel)
+        datas = list(files.values())
+        manifest = {rel: digest_bytes(data) for rel, data in zip(paths, datas, strict=True)}
+        doc = manifest_bytes(manifest)
+        put_many = getattr(self.blobs, "put_blobs", None)
+        if put_many is not None:  # one round trip for a remote store
+            return str(put_many([*datas, doc])[-1])
+        for data in datas:
+            self.blobs.put_blob(data)
+        return self.blobs.put_blob(doc)
 
     def get_manifest(self, digest: str) -> dict[str, str]:
         try:

@@ -29,7 +29,6 @@ from pact_workers.artifacts import ArtifactStore
 from pact_workers.fleet.blobs import RedisBlobStore
 from pact_workers.fleet.connection import redis_from_url
 from pact_workers.fleet.leases import Leases
-from pact_workers.fleet.results import publish_result
 from pact_workers.models.work import ErrorClass, ResultMessage, TaskMessage
 from pact_workers.runner import execute_task
 from pact_workers.sandbox.base import Sandbox
@@ -111,10 +110,11 @@ def run_attempt(message: dict[str, Any]) -> str:
     if not task.reply_to:
         log.error("task %s has no reply_to stream; dropped", task.idempotency_key)
         return "rejected: no reply_to"
-    if not rt.leases.is_current(task):
+    hold = rt.leases.start(task, rt.worker_id)
+    if hold is None:
         # A newer attempt was dispatched (this one's lease expired): do not run stale work.
         return "superseded"
-    with rt.leases.hold(task, rt.worker_id):
+    with hold:
         try:
             result = execute_task(
                 task,
@@ -126,12 +126,12 @@ def run_attempt(message: dict[str, Any]) -> str:
             result = _error(task, "SoftTimeLimitExceeded: the attempt ran past its time limit")
         except ValueError as exc:  # an agent or sandbox this worker cannot build
             result = _error(task, str(exc), ErrorClass.SYSTEMIC)
-        # Order matters: the done marker, then the result, and only then (leaving the
-        # block) the lease goes. A scheduler that sees no lease but the marker knows
-        # the result is on its way; no lease and no marker means the worker died.
-        if not rt.leases.mark_done(task):
+        # The done marker, the result and the lease's deletion happen at once: a
+        # scheduler never sees the lease gone before the result is in the stream, and
+        # no lease with no marker means the worker died.
+        if not rt.leases.finish(task, task.reply_to, result.model_dump_json().encode()):
             return "duplicate"
-        publish_result(rt.client, task.reply_to, result)
+        hold.release()
     return result.outcome
 
 

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -84,13 +85,18 @@ class Leases:
 
     def dispatch(self, task: Attempt) -> None:
         """Make ``task.attempt`` the current attempt of its item, with a queued lease."""
+        self.dispatch_many([task])
+
+    def dispatch_many(self, tasks: Iterable[Attempt]) -> None:
+        """:meth:`dispatch` for several attempts in one round trip."""
         pipe = self.client.pipeline(transaction=True)
-        pipe.set(
-            keys.current_attempt(task.run_id, task.component_id, task.phase),
-            str(task.attempt),
-            ex=keys.CURRENT_ATTEMPT_TTL_S,
-        )
-        pipe.set(_lease_key(task), QUEUED, px=_ms(self.queued_ttl_s))
+        for task in tasks:
+            pipe.set(
+                keys.current_attempt(task.run_id, task.component_id, task.phase),
+                str(task.attempt),
+                ex=keys.CURRENT_ATTEMPT_TTL_S,
+            )
+            pipe.set(_lease_key(task), QUEUED, px=_ms(self.queued_ttl_s))
         pipe.execute()
 
     def is_current(self, task: Attempt) -> bool:
@@ -135,6 +141,61 @@ class Leases:
         key = keys.done(task.run_id, task.component_id, task.phase, task.attempt)
         return bool(self.client.set(key, b"1", nx=True, ex=keys.DONE_TTL_S))
 
+    def start(self, task: Attempt, worker_id: str) -> LeaseHold | None:
+        """Check that ``task`` is current and take its running lease, in one round trip.
+
+        Returns the held lease (use it as a context manager), or None when a newer
+        attempt was dispatched and this one must not run.
+        """
+        hold = LeaseHold(self, task, worker_id)
+        current_key = keys.current_attempt(task.run_id, task.component_id, task.phase)
+        taken = self._start_script(
+            keys=[current_key, hold.key], args=[task.attempt, hold.value, _ms(self.ttl_s)]
+        )
+        if not taken:
+            return None
+        hold.pre_taken = True
+        return hold
+
+    def finish(self, task: Attempt, stream: str, result_json: bytes) -> bool:
+        """Publish the result of ``task`` once: the done marker, the stream entry and the
+        lease's deletion happen together (one script), so a scheduler never sees the
+        lease gone without the marker. False when a result was already published."""
+        done_key = keys.done(task.run_id, task.component_id, task.phase, task.attempt)
+        return bool(
+            self._finish_script(
+                keys=[done_key, stream, _lease_key(task)],
+                args=[keys.DONE_TTL_S, result_json, keys.RESULTS_MAXLEN],
+            )
+        )
+
+    @cached_property
+    def _start_script(self) -> Any:
+        # A missing or older current attempt counts as current (see is_current).
+        return self.client.register_script(
+            """
+            local current = redis.call('GET', KEYS[1])
+            if current and tonumber(current) and tonumber(current) > tonumber(ARGV[1]) then
+                return 0
+            end
+            redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+            return 1
+            """
+        )
+
+    @cached_property
+    def _finish_script(self) -> Any:
+        return self.client.register_script(
+            """
+            if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+                return 0
+            end
+            redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'result', ARGV[2])
+            redis.call('DEL', KEYS[3])
+            return 1
+            """
+        )
+
     def forget(self, task: Attempt) -> None:
         """Delete the lease of ``task`` (the scheduler has its result or gave up on it)."""
         self.client.delete(_lease_key(task))
@@ -154,10 +215,18 @@ class LeaseHold:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._crashed = False
+        #: Set by :meth:`Leases.start` (the lease is already taken) and by :meth:`release`.
+        self.pre_taken = False
+        self._released = False
+
+    def release(self) -> None:
+        """The lease was deleted together with the result (Leases.finish): skip the delete."""
+        self._released = True
 
     def __enter__(self) -> None:
         try:
-            self._set()
+            if not self.pre_taken:
+                self._set()
         except RedisError as exc:
             # The renewal thread keeps trying; the task must not fail on a Redis blip.
             self.failures += 1
@@ -174,7 +243,7 @@ class LeaseHold:
         tb: TracebackType | None,
     ) -> None:
         self._stop_thread()
-        if self._crashed:
+        if self._crashed or self._released:
             return
         try:
             # Bounded: if Redis is down, the lease expires on its own within ttl_s.

@@ -62,26 +62,42 @@ class CeleryFleet:
         self.celery.conf.update(fleet_config(self.broker_url))
         self._in_flight: dict[Lease, float] = {}
         self._entries: dict[str, list[str]] = defaultdict(list)
+        #: Entries whose results are logged, acknowledged in one XACK at the next read:
+        #: a crash before that only means a redelivery, which the fencing drops.
+        self._acked: list[str] = []
+        self._outbox: list[TaskMessage] = []
 
     def submit(self, task: TaskMessage) -> None:
-        task = task.model_copy(update={"reply_to": self.stream})
-        self.leases.dispatch(task)
-        role = ROLE_FOR_PHASE[task.phase].value
-        self.celery.send_task(
-            TASK_NAMES[role],
-            args=[task.model_dump(mode="json")],
-            queue=QUEUES[role],
-            # What Flower shows for the arguments: readable, unlike the digests.
-            argsrepr=(
-                f"run={task.run_id} component={task.component_id} "
-                f"phase={task.phase.value} attempt={task.attempt}"
-            ),
-            retry=True,
-            retry_policy=SEND_RETRY_POLICY,
-        )
-        self._in_flight[_lease(task)] = time.monotonic()
+        """Queue ``task`` for sending; :meth:`flush` (or the next read) sends the batch."""
+        self._outbox.append(task.model_copy(update={"reply_to": self.stream}))
+
+    def flush(self) -> None:
+        """Send what was submitted: the fencing tokens and leases of the whole batch in
+        one round trip, then one message per task. The audit log already holds each
+        dispatch, so a crash before this point re-dispatches them on recovery."""
+        batch, self._outbox = self._outbox, []
+        if not batch:
+            return
+        self.leases.dispatch_many(batch)
+        for task in batch:
+            role = ROLE_FOR_PHASE[task.phase].value
+            self.celery.send_task(
+                TASK_NAMES[role],
+                args=[task.model_dump(mode="json")],
+                queue=QUEUES[role],
+                # What Flower shows for the arguments: readable, unlike the digests.
+                argsrepr=(
+                    f"run={task.run_id} component={task.component_id} "
+                    f"phase={task.phase.value} attempt={task.attempt}"
+                ),
+                retry=True,
+                retry_policy=SEND_RETRY_POLICY,
+            )
+            self._in_flight[_lease(task)] = time.monotonic()
 
     def read(self, timeout_s: float) -> list[ResultMessage]:
+        self.flush()
+        self.flush_acks()
         out = []
         for delivery in self.results.read(block_ms=max(int(timeout_s * 1000), 0)):
             self._entries[delivery.result.idempotency_key].append(delivery.entry_id)
@@ -89,10 +105,13 @@ class CeleryFleet:
         return out
 
     def ack(self, result: ResultMessage) -> None:
-        ids = self._entries.pop(result.idempotency_key, [])
-        if ids:
-            self.results.ack(ids)
+        self._acked.extend(self._entries.pop(result.idempotency_key, []))
         self._in_flight.pop(_lease(result), None)
+
+    def flush_acks(self) -> None:
+        if self._acked:
+            self.results.ack(self._acked)
+            self._acked = []
 
     def adopt(self, leases: list[Lease]) -> None:
         for lease in leases:
@@ -126,7 +145,11 @@ class CeleryFleet:
             self._in_flight.pop(lease, None)
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            self.flush()
+            self.flush_acks()
+        finally:
+            self.client.close()
 
 
 class CeleryExecutor:

@@ -1,0 +1,266 @@
+"""Fleet overhead against plain Celery, side by side in one run, on one Redis.
+
+Pushes N no-op work items through the fleet — the scheduler side's dispatch
+(fencing token, lease, ``send_task`` to the role queue), a real ``pact worker``
+(message validation, the fencing check, a held lease, the noop agent, the
+harness's contract check, outputs into the Redis artifact store, the done
+marker, the result stream) and the scheduler reading and acknowledging each
+result — then N plain Celery tasks (a task that returns its argument; results
+through the Redis result backend) on a plain worker with the same pool and
+concurrency. It prints throughput and per-item overhead (wall time / items x
+concurrency) for both, and the scheduler's own bookkeeping per item (three
+audit events each, fsynced, folded into the state) measured in-process.
+
+Both workers run at once; the two kinds of batch alternate for ``--rounds`` rounds
+and the medians are compared, so that load from elsewhere on the machine hits both.
+The plain worker runs with task events on (-E), as the fleet's workers do.
+
+Usage: python bench/fleet.py [--items 2000] [--concurrency 4] [--rounds 3] [--broker URL]
+Without --broker it starts a private redis-server on a free port (needs the binary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from pact_workers.fleet import keys  # noqa: E402
+from pact_workers.models.work import Phase, TaskMessage, Usage  # noqa: E402
+from scheduler.audit import AuditLog  # noqa: E402
+from scheduler.events import ArtifactsPromoted, ItemDispatched, ItemSucceeded, RunStarted  # noqa: E402
+from scheduler.executors.celery import CeleryFleet  # noqa: E402
+from scheduler.state import apply, fold  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def private_redis() -> Iterator[str]:
+    if shutil.which("redis-server") is None:
+        raise SystemExit("redis-server not found: install it or pass --broker URL")
+    port = free_port()
+    tmp = tempfile.mkdtemp(prefix="bench-redis-")
+    proc = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            tmp,
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def worker(argv: list[str], env: dict[str, str], log: Path) -> Iterator[None]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while b" ready." not in log.read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"worker did not start:\n{log.read_text()[-2000:]}")
+            time.sleep(0.1)
+        yield
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def fleet_items(broker: str, items: int) -> float:
+    run_id = f"bench{time.time_ns():x}"
+    fleet = CeleryFleet(broker, stream=keys.run_results(run_id))
+    try:
+        started = time.perf_counter()
+        for i in range(items):
+            fleet.submit(
+                TaskMessage(
+                    run_id=run_id,
+                    component_id=f"c{i}",
+                    phase=Phase.CONTRACT,
+                    attempt=1,
+                    agent="noop",
+                    timeout_s=60,
+                )
+            )
+        received = 0
+        while received < items:
+            for result in fleet.read(1.0):
+                if result.outcome != "ok":
+                    raise SystemExit(f"fleet item failed: {result.error}")
+                fleet.ack(result)
+                received += 1
+        return time.perf_counter() - started
+    finally:
+        fleet.close()
+
+
+def plain_items(broker: str, items: int) -> float:
+    os.environ["PACT_BROKER_URL"] = broker
+    sys.path.insert(0, str(REPO / "bench"))
+    from plain_app import app
+
+    started = time.perf_counter()
+    pending = [
+        app.send_task("bench.noop", args=[f"c{i}"], queue="bench.plain") for i in range(items)
+    ]
+    for result in pending:
+        result.get(timeout=300)
+        result.forget()
+    return time.perf_counter() - started
+
+
+def bookkeeping_s(items: int) -> float:
+    """Scheduler-side cost per item: three audit events (fsynced) folded into the state."""
+    from pact_workers.models.tree import tree_from_data
+
+    nodes: dict[str, Any] = {
+        "root": {
+            "component_id": "root",
+            "name": "root",
+            "children": [f"c{i}" for i in range(items)],
+        }
+    }
+    for i in range(items):
+        nodes[f"c{i}"] = {"component_id": f"c{i}", "name": f"c{i}", "parent_id": "root"}
+    tree = tree_from_data({"root_id": "root", "nodes": nodes}, "<bench>")
+    with tempfile.TemporaryDirectory() as tmp, AuditLog(Path(tmp) / "audit.jsonl") as log:
+        state = fold([log.append(RunStarted(run_id="b", tree=tree.model_dump(mode="json")))])
+        started = time.perf_counter()
+        for i in range(items):
+            cid = f"c{i}"
+            for event in (
+                ItemDispatched(
+                    component_id=cid, phase=Phase.CONTRACT, attempt=1, role="contract_author"
+                ),
+                ItemSucceeded(
+                    component_id=cid,
+                    phase=Phase.CONTRACT,
+                    attempt=1,
+                    output="sha256:" + "0" * 64,
+                    usage=Usage(),
+                ),
+                ArtifactsPromoted(component_id=cid, phase=Phase.CONTRACT, paths=[]),
+            ):
+                apply(state, log.append(event))
+        return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians")
+    parser.add_argument("--broker")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    with private_redis() if args.broker is None else _given(args.broker) as broker:
+        env = {**os.environ, "PACT_BROKER_URL": broker, "PYTHONPATH": str(REPO)}
+        logs = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
+        py = sys.executable
+        c = str(args.concurrency)
+        fleet_worker = [py, "-m", "scheduler.cli", "worker", "--broker", broker,
+                        "--roles", "contract_author", "--pool", "prefork", "--concurrency", c,
+                        "--loglevel", "INFO"]  # fmt: skip
+        plain_worker = [py, "-m", "celery", "-A", "bench.plain_app", "worker",
+                        "-Q", "bench.plain", "-P", "prefork", "-c", c, "-l", "INFO",
+                        "-E"]  # fmt: skip
+        with (
+            worker(fleet_worker, env, logs / "fleet-worker.log"),
+            worker(plain_worker, env, logs / "plain-worker.log"),
+        ):
+            fleet_items(broker, min(100, args.items))  # warm up both pools
+            plain_items(broker, min(100, args.items))
+            # Alternate the two, so that load from elsewhere on the machine hits both.
+            fleet_runs: list[float] = []
+            plain_runs: list[float] = []
+            for _ in range(args.rounds):
+                fleet_runs.append(fleet_items(broker, args.items))
+                plain_runs.append(plain_items(broker, args.items))
+    fleet_s, plain_s = statistics.median(fleet_runs), statistics.median(plain_runs)
+    books_s = bookkeeping_s(args.items)
+    per = {
+        "fleet": fleet_s / args.items * args.concurrency,
+        "plain": plain_s / args.items * args.concurrency,
+    }
+    result = {
+        "items": args.items,
+        "concurrency": args.concurrency,
+        "rounds": args.rounds,
+        "fleet_s_each": [round(x, 3) for x in fleet_runs],
+        "plain_celery_s_each": [round(x, 3) for x in plain_runs],
+        "fleet_s": round(fleet_s, 3),
+        "plain_celery_s": round(plain_s, 3),
+        "fleet_items_per_s": round(args.items / fleet_s, 1),
+        "plain_items_per_s": round(args.items / plain_s, 1),
+        "fleet_overhead_ms_per_item": round(per["fleet"] * 1000, 2),
+        "plain_overhead_ms_per_item": round(per["plain"] * 1000, 2),
+        "overhead_ratio": round(per["fleet"] / per["plain"], 3),
+        "target_ratio": 1.5,
+        "scheduler_bookkeeping_ms_per_item": round(books_s / args.items * 1000, 3),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"{key:36} {value}")
+        verdict = "holds" if result["overhead_ratio"] <= 1.5 else "does NOT hold"
+        print(f"target (fleet overhead <= 1.5x plain Celery's): {verdict}")
+    return 0
+
+
+@contextmanager
+def _given(url: str) -> Iterator[str]:
+    yield url
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
