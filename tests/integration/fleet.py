@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -51,9 +51,9 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _children_map() -> dict[int, list[int]]:
-    """Parent pid -> child pids, from /proc."""
-    children: dict[int, list[int]] = {}
+def _proc_table() -> list[tuple[int, int, int, str, int]]:
+    """(pid, parent pid, process group, state, start time) of every process (/proc)."""
+    table = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -62,24 +62,46 @@ def _children_map() -> dict[int, list[int]]:
                 stat = fh.read()
         except OSError:
             continue  # exited meanwhile
-        # Fields after the command name (which may contain spaces and parentheses).
+        # The fields after the command name (which may hold spaces and parentheses).
         fields = stat[stat.rfind(b")") + 2 :].split()
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    return children
+        pid, ppid, pgrp, start = int(entry.name), int(fields[1]), int(fields[2]), int(fields[19])
+        table.append((pid, ppid, pgrp, fields[0].decode(), start))
+    return table
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of ``pid`` (Linux /proc), children before grandchildren."""
+def descendants(pid: int) -> dict[int, int]:
+    """Every live descendant of ``pid`` and of the members of process group ``pid``
+    (Linux /proc): pid -> start time (which tells a process from a later one that
+    reuses its pid)."""
     if not os.path.isdir("/proc"):
-        return []
-    children = _children_map()
-    found: list[int] = []
-    todo = list(children.get(pid, []))
+        return {}
+    children: dict[int, list[int]] = {}
+    members: list[int] = []
+    started: dict[int, int] = {}
+    for child, parent, group, state, start in _proc_table():
+        if state == "Z":
+            continue
+        started[child] = start
+        children.setdefault(parent, []).append(child)
+        if group == pid and child != pid:
+            members.append(child)
+    found: dict[int, int] = {}
+    todo = [*children.get(pid, []), *members]
     while todo:
         child = todo.pop(0)
-        found.append(child)
-        todo.extend(children.get(child, []))
+        if child not in found:
+            found[child] = started[child]
+            todo.extend(children.get(child, []))
     return found
+
+
+def _start_time(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return int(stat[stat.rfind(b")") + 2 :].split()[19])
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -87,7 +109,11 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is alive (zombies waiting for a parent's
+    wait() do not count)."""
+    if os.path.isdir("/proc"):
+        return any(group == pgid and state != "Z" for _, _, group, state, _ in _proc_table())
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -127,7 +153,9 @@ class Proc:
             )
         self.pid = self.popen.pid
         #: Processes seen below this one that left its group (sandboxes): killed with it.
-        self._strays: set[int] = set()
+        self._strays: dict[int, int] = {}
+        #: Set when the test ends the process on purpose (stop or lose).
+        self.ended_on_purpose = False
         _LIVE.add(self)
 
     @property
@@ -137,13 +165,17 @@ class Proc:
     def running(self) -> bool:
         return self.popen.poll() is None
 
-    def wait(self, timeout: float) -> int:
-        """Wait for the process to exit; on timeout, stop it and fail with its log."""
+    def wait(self, timeout: float, context: Callable[[], str] | None = None) -> int:
+        """Wait for the process to exit. On timeout, fail with ``context()`` (read while
+        the process still runs) and the process's log; the process is stopped first."""
         try:
             return self.popen.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            details = context() if context is not None else ""
             self.stop()
-            pytest.fail(f"{self.name} did not finish within {timeout:.0f} s\n{self.describe()}")
+            pytest.fail(
+                f"{self.name} did not finish within {timeout:.0f} s\n{details}\n{self.describe()}"
+            )
 
     def describe(self) -> str:
         return f"--- {self.name} ({self.log}), exit {self.returncode} ---\n{tail(self.log)}"
@@ -152,10 +184,13 @@ class Proc:
         self._strays.update(descendants(self.pid))
 
     def _kill_strays(self) -> None:
-        for pid in self._strays:
-            # A sandbox leads a group of its own: take the group, then the process.
-            _signal_group(pid, signal.SIGKILL)
+        for pid, start in self._strays.items():
+            if _start_time(pid) != start:
+                continue  # gone (its pid may belong to another process by now)
             with contextlib.suppress(ProcessLookupError, PermissionError):
+                # A sandbox leads a group of its own: take the group, then the process.
+                if os.getpgid(pid) == pid:
+                    os.killpg(pid, signal.SIGKILL)
                 os.kill(pid, signal.SIGKILL)
         self._strays.clear()
 
@@ -165,33 +200,37 @@ class Proc:
         Returns:
             The wall-clock time (``time.time()``) of the kill.
         """
-        # Freeze the group first so that nothing in it starts a new process while the
-        # tree is read; SIGKILL ends stopped processes too.
-        _signal_group(self.pid, signal.SIGSTOP)
+        self.ended_on_purpose = True
         killed_at = time.time()
-        self._snapshot()
-        _signal_group(self.pid, signal.SIGKILL)
-        self._kill_strays()
+        self._kill_tree()
         self._reap()
         return killed_at
 
+    def _kill_tree(self) -> None:
+        # Freeze the group first so that nothing in it starts a new process while the
+        # tree is read; SIGKILL ends stopped processes too.
+        if group_alive(self.pid):
+            _signal_group(self.pid, signal.SIGSTOP)
+            self._snapshot()
+            _signal_group(self.pid, signal.SIGKILL)
+        self._kill_strays()
+
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM the process group, SIGKILL it after ``grace_s``; nothing survives."""
+        self.ended_on_purpose = True
         if self.running():
             self._snapshot()
             _signal_group(self.pid, signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.popen.wait(timeout=grace_s)
-        self._snapshot()
-        _signal_group(self.pid, signal.SIGKILL)
-        self._kill_strays()
+        self._kill_tree()
         self._reap()
 
     def _reap(self) -> None:
         self.popen.wait()
         # The leader is gone; wait until the rest of its group is too.
         deadline = time.monotonic() + STOP_GRACE_S
-        while _group_alive(self.pid) and time.monotonic() < deadline:
+        while group_alive(self.pid) and time.monotonic() < deadline:
             _signal_group(self.pid, signal.SIGKILL)
             time.sleep(0.01)
         _LIVE.discard(self)
@@ -242,7 +281,7 @@ class Fleet:
         with Fleet(redis_url, tmp_path / "logs") as fleet:
             fleet.worker("a", roles=["contract_author", "test_author"])
             run = fleet.pact("run", ..., name="run")
-            assert run.wait(300) == 0, fleet.logs()
+            assert fleet.wait(run, 300) == 0, fleet.logs()
     """
 
     def __init__(self, broker_url: str, log_dir: Path) -> None:
@@ -298,12 +337,38 @@ class Fleet:
         self.procs.append(proc)
         return proc
 
+    def wait(self, proc: Proc, timeout_s: float, context: Callable[[], str] | None = None) -> int:
+        """Wait for ``proc`` to exit and return its exit code.
+
+        Fails at once if a worker dies meanwhile without the test ending it (the run
+        could only hang), and after ``timeout_s`` with ``context()`` and every log.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            code = proc.popen.poll()
+            if code is not None:
+                return code
+            dead = [w for w in self.workers() if not w.ended_on_purpose and not w.running()]
+            late = time.monotonic() > deadline
+            if dead or late:
+                details = context() if context is not None else ""
+                proc.stop()
+                what = (
+                    f"worker {dead[0].name} died (exit {dead[0].returncode}) while {proc.name} ran"
+                    if dead
+                    else f"{proc.name} did not finish within {timeout_s:.0f} s"
+                )
+                # The logs of the process and of the workers the test did not end.
+                shown = [proc, *dead, *(w for w in self.workers() if w.running())]
+                pytest.fail(f"{what}\n{details}\n{self.logs(*shown)}")
+            time.sleep(0.05)
+
     def workers(self) -> list[Worker]:
         return [p for p in self.procs if isinstance(p, Worker)]
 
-    def logs(self) -> str:
-        """The tail of every process's log, for assertion messages."""
-        return "\n".join(p.describe() for p in self.procs)
+    def logs(self, *procs: Proc) -> str:
+        """The tail of the log of ``procs`` (default: every process), for failure messages."""
+        return "\n".join(p.describe() for p in procs or self.procs)
 
     def stop_all(self) -> None:
         # SIGTERM every group at once, so that the graces run in parallel.
@@ -328,15 +393,9 @@ class Fleet:
         tb: TracebackType | None,
     ) -> None:
         self.stop_all()
-        survivors = [p for p in self.procs if p.running() or _group_alive(p.pid)]
-        assert not survivors, f"processes survived the fleet: {[p.name for p in survivors]}"
-
-
-@contextlib.contextmanager
-def fleet(broker_url: str, log_dir: Path) -> Iterator[Fleet]:
-    """``with fleet(url, dir) as f:`` — the same as ``with Fleet(url, dir) as f:``."""
-    with Fleet(broker_url, log_dir) as f:
-        yield f
+        survivors = [p.name for p in self.procs if p.running() or group_alive(p.pid)]
+        if exc is None:  # else the test's own failure is the one to report
+            assert not survivors, f"processes survived SIGKILL: {survivors}"
 
 
 @atexit.register
