@@ -21,6 +21,7 @@ from typing import Any
 
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import task_received
 from pydantic import ValidationError
 
 from pact_workers.agents.base import Agent
@@ -148,6 +149,24 @@ def _error(
         error_type=message.split(":", 1)[0],
         error=message,
     )
+
+
+@task_received.connect  # type: ignore[untyped-decorator]
+def claim_on_receipt(request: Any = None, **_: Any) -> None:
+    """Take the lease of an attempt as soon as this worker takes its message.
+
+    Runs in the worker's main process. Until now the attempt's lease said
+    ``queued``; from here a worker that dies before or while running it stops
+    renewing it, and the scheduler notices within one lease TTL.
+    """
+    if request is None or not str(getattr(request, "name", "")).startswith("pact."):
+        return
+    try:
+        task = TaskMessage.model_validate(request.args[0])
+        rt = runtime()
+        rt.leases.claim(task, rt.worker_id)
+    except Exception:  # a claim is an optimisation of failure detection, never fatal
+        log.warning("could not claim the lease of a received task", exc_info=True)
 
 
 def _register(name: str) -> Callable[..., str]:

@@ -380,6 +380,13 @@ def worker(
             "scheduler notices this worker died",
         ),
     ] = 10.0,
+    supervise: Annotated[
+        bool,
+        typer.Option(
+            envvar="PACT_SUPERVISE",
+            help="Restart the Celery worker (with backoff) when it dies of an error",
+        ),
+    ] = True,
 ) -> None:
     """Start a fleet worker: `celery worker` on the queues of the given roles."""
     try:
@@ -393,9 +400,13 @@ def worker(
         )
     except InputError as exc:
         raise _bad_input(exc) from exc
+    if supervise:
+        child = [sys.executable, "-m", "scheduler.cli", *sys.argv[1:], "--no-supervise"]
+        raise typer.Exit(commands.supervise(child, log=lambda m: err.print(m, highlight=False)))
     from pact_workers.app import app as celery_app
 
-    celery_app.worker_main(argv)
+    # Celery's own exit status, so that a supervisor can tell a crash from a stop.
+    raise typer.Exit(celery_app.start(argv) or 0)
 
 
 BrokerOption = Annotated[

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -439,3 +442,49 @@ def list_service_runs(*, broker_url: str) -> list[RunEntry]:
         return list_runs(client)
     finally:
         client.close()
+
+
+def supervise(
+    argv: list[str],
+    *,
+    log: Callable[[str], None],
+    max_backoff_s: float = 30.0,
+    healthy_after_s: float = 60.0,
+) -> int:
+    """Run ``argv`` and restart it when it exits with an error, with capped backoff.
+
+    A Celery worker can die of a broker hiccup (an unrecoverable error in the
+    transport while Redis restarts); the fleet must not shrink because of it.
+    SIGTERM and SIGINT are passed on to the child and end the supervision; a
+    child that exits with 0 ends it too.
+    """
+    stopping = False
+    child: subprocess.Popen[bytes] | None = None
+
+    def forward(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        if child is not None and child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    backoff_s = 1.0
+    try:
+        while True:
+            started = time.monotonic()
+            child = subprocess.Popen(argv)
+            code = child.wait()
+            if stopping or code == 0:
+                return code
+            if time.monotonic() - started > healthy_after_s:
+                backoff_s = 1.0
+            log(f"worker exited with status {code}; restarting in {backoff_s:.0f} s")
+            deadline = time.monotonic() + backoff_s
+            while time.monotonic() < deadline and not stopping:
+                time.sleep(0.1)
+            if stopping:
+                return code
+            backoff_s = min(backoff_s * 2, max_backoff_s)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -126,6 +126,32 @@ class Leases:
         """
         return LeaseHold(self, task, worker_id)
 
+    def states(self, tasks: Iterable[AttemptKey]) -> dict[AttemptKey, bytes | None]:
+        """For each (run_id, component_id, phase, attempt): its lease value (``queued``,
+        ``running:<worker>``) or None when there is no lease (one pipeline)."""
+        items = list(tasks)
+        if not items:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for item in items:
+            pipe.get(keys.lease(*item))
+        return dict(zip(items, pipe.execute(), strict=True))
+
+    def claim(self, task: Attempt, worker_id: str) -> bool:
+        """Mark ``task`` running on ``worker_id`` for one TTL, if it is still current.
+
+        A worker calls this the moment it takes the message off the queue, before a
+        pool process starts on it: from then on, a worker that dies is noticed within
+        one TTL. The pool process then holds and renews the lease (:meth:`start`).
+        """
+        current_key = keys.current_attempt(task.run_id, task.component_id, task.phase)
+        value = RUNNING + worker_id.encode()
+        return bool(
+            self._start_script(
+                keys=[current_key, _lease_key(task)], args=[task.attempt, value, _ms(self.ttl_s)]
+            )
+        )
+
     def alive(self, tasks: Iterable[AttemptKey]) -> dict[AttemptKey, bool]:
         """For each (run_id, component_id, phase, attempt): whether its lease exists."""
         items = list(tasks)

@@ -24,7 +24,7 @@ from celery import Celery
 from pact_workers.app import QUEUES, TASK_NAMES, fleet_config
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import check_redis_url, redis_from_url
-from pact_workers.fleet.leases import Leases
+from pact_workers.fleet.leases import QUEUED, RUNNING, Leases
 from pact_workers.fleet.results import ResultStream
 from pact_workers.models.work import ROLE_FOR_PHASE, Phase, ResultMessage, TaskMessage
 
@@ -66,6 +66,7 @@ class CeleryFleet:
         #: a crash before that only means a redelivery, which the fencing drops.
         self._acked: list[str] = []
         self._outbox: list[TaskMessage] = []
+        self._adopted: set[Lease] = set()
 
     def submit(self, task: TaskMessage) -> None:
         """Queue ``task`` for sending; :meth:`flush` (or the next read) sends the batch."""
@@ -114,20 +115,31 @@ class CeleryFleet:
             self._acked = []
 
     def adopt(self, leases: list[Lease]) -> None:
+        """Watch attempts a previous scheduler dispatched. One still ``queued`` may never
+        have been sent (the scheduler died between recording and sending it), so it is
+        reported lost and dispatched again under a new attempt number; if its message
+        does exist, the worker that takes it finds it superseded and skips it."""
         for lease in leases:
             self._in_flight.setdefault(lease, time.monotonic())
+            self._adopted.add(lease)
 
     def alive(self, run_id: str) -> list[tuple[str, Phase, int]]:
+        """Attempts a worker is running (a ``queued`` lease is no sign of life)."""
         mine = [k for k in self._in_flight if k[0] == run_id]
-        found = self.leases.alive([(r, c, p.value, a) for r, c, p, a in mine])
-        return [(c, p, a) for r, c, p, a in mine if found.get((r, c, p.value, a))]
+        states = self.leases.states([(r, c, p.value, a) for r, c, p, a in mine])
+        return [
+            (c, p, a)
+            for r, c, p, a in mine
+            if (states.get((r, c, p.value, a)) or b"").startswith(RUNNING)
+        ]
 
     def lost(self, run_id: str) -> list[tuple[str, Phase, int]]:
-        """Attempts of ``run_id`` with neither a lease nor a done marker; reported once."""
+        """Attempts of ``run_id`` with neither a lease nor a done marker (the worker died),
+        and adopted attempts still queued (see :meth:`adopt`); each reported once."""
         mine = [k for k in self._in_flight if k[0] == run_id]
         if not mine:
             return []
-        alive = self.leases.alive([(r, c, p.value, a) for r, c, p, a in mine])
+        states = self.leases.states([(r, c, p.value, a) for r, c, p, a in mine])
         pipe = self.client.pipeline(transaction=False)
         for r, c, p, a in mine:
             pipe.exists(keys.done(r, c, p.value, a))
@@ -135,7 +147,10 @@ class CeleryFleet:
         gone = []
         for lease, finished in zip(mine, done, strict=True):
             r, c, p, a = lease
-            if not alive.get((r, c, p.value, a)) and not finished:
+            state = states.get((r, c, p.value, a))
+            unsent = lease in self._adopted and state == QUEUED
+            self._adopted.discard(lease)
+            if (state is None and not finished) or unsent:
                 self._in_flight.pop(lease, None)
                 gone.append((c, p, a))
         return gone
