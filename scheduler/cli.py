@@ -384,7 +384,8 @@ def worker(
         bool,
         typer.Option(
             envvar="PACT_SUPERVISE",
-            help="Restart the Celery worker (with backoff) when it dies of an error",
+            help="Restart the Celery worker (with backoff) whenever it exits without "
+            "being stopped by a signal",
         ),
     ] = True,
 ) -> None:

@@ -454,9 +454,10 @@ def supervise(
     """Run ``argv`` and restart it when it exits with an error, with capped backoff.
 
     A Celery worker can die of a broker hiccup (an unrecoverable error in the
-    transport while Redis restarts); the fleet must not shrink because of it.
-    SIGTERM and SIGINT are passed on to the child and end the supervision; a
-    child that exits with 0 ends it too.
+    transport while Redis restarts), and then it may even exit with status 0; the
+    fleet must not shrink because of it. So the child is restarted whenever it
+    exits without having been told to: SIGTERM and SIGINT are passed on to it
+    and end the supervision.
     """
     stopping = False
     child: subprocess.Popen[bytes] | None = None
@@ -474,7 +475,7 @@ def supervise(
             started = time.monotonic()
             child = subprocess.Popen(argv)
             code = child.wait()
-            if stopping or code == 0:
+            if stopping:
                 return code
             if time.monotonic() - started > healthy_after_s:
                 backoff_s = 1.0

@@ -45,7 +45,10 @@ Celery's, on the broker database (not ours: never edit them by hand)::
     pact.<role>                         list    a task queue per role (pact.code_author...);
                                                 priority queues add a \\x06\\x16<n> suffix
     unacked                             hash    delivery tag -> message a worker has taken
-                                                but not acknowledged (acks_late)
+                                                but not acknowledged (acks_late); the
+                                                scheduler reads the task ids (one per
+                                                attempt: <run>.<comp>.<phase>.<n>) to find
+                                                messages taken but never started
     unacked_index                       zset    delivery tag -> time taken; restored to its
                                                 queue after the visibility timeout
     unacked_mutex                       string  lock held while restoring unacked messages

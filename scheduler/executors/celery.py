@@ -14,6 +14,7 @@ the worker, because its attempt is no longer the current one.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import defaultdict
@@ -51,6 +52,7 @@ class CeleryFleet:
         stream: str = keys.RESULTS_STREAM,
         consumer: str = "scheduler",
         lease_ttl_s: float = 10.0,
+        claim_grace_s: float = 30.0,
     ) -> None:
         self.broker_url = check_redis_url(broker_url)
         self.client = redis_from_url(self.broker_url)
@@ -67,6 +69,9 @@ class CeleryFleet:
         self._acked: list[str] = []
         self._outbox: list[TaskMessage] = []
         self._adopted: set[Lease] = set()
+        self._taken_since: dict[Lease, float] = {}
+        #: How long a taken message may go unclaimed before its attempt counts as lost.
+        self.claim_grace_s = claim_grace_s
 
     def submit(self, task: TaskMessage) -> None:
         """Queue ``task`` for sending; :meth:`flush` (or the next read) sends the batch."""
@@ -86,6 +91,9 @@ class CeleryFleet:
                 TASK_NAMES[role],
                 args=[task.model_dump(mode="json")],
                 queue=QUEUES[role],
+                # One Celery task id per attempt: Flower shows it, and lost() can find
+                # the message among those a worker took (the broker's unacked hash).
+                task_id=task_id(task),
                 # What Flower shows for the arguments: readable, unlike the digests.
                 argsrepr=(
                     f"run={task.run_id} component={task.component_id} "
@@ -144,16 +152,39 @@ class CeleryFleet:
         for r, c, p, a in mine:
             pipe.exists(keys.done(r, c, p.value, a))
         done = pipe.execute()
+        queued = [k for k in mine if states.get((k[0], k[1], k[2].value, k[3])) == QUEUED]
+        taken = self._taken_task_ids() if queued else set()
+        now = time.monotonic()
         gone = []
         for lease, finished in zip(mine, done, strict=True):
             r, c, p, a = lease
             state = states.get((r, c, p.value, a))
             unsent = lease in self._adopted and state == QUEUED
             self._adopted.discard(lease)
-            if (state is None and not finished) or unsent:
+            # A worker took the message (it is in the broker's unacked hash) but never
+            # claimed the lease: it died in between, or could not reach Redis to claim.
+            if state == QUEUED and task_id_of(lease) in taken:
+                since = self._taken_since.setdefault(lease, now)
+                unclaimed = now - since > self.claim_grace_s
+            else:
+                self._taken_since.pop(lease, None)
+                unclaimed = False
+            if (state is None and not finished) or unsent or unclaimed:
                 self._in_flight.pop(lease, None)
+                self._taken_since.pop(lease, None)
                 gone.append((c, p, a))
         return gone
+
+    def _taken_task_ids(self) -> set[str]:
+        """Task ids of the messages workers have taken and not acknowledged (kombu keeps
+        them in the ``unacked`` hash of the broker database; see fleet.keys)."""
+        ids = set()
+        for raw in self.client.hvals("unacked"):
+            try:
+                ids.add(str(json.loads(raw)[0]["headers"]["id"]))
+            except (ValueError, LookupError, TypeError):
+                continue
+        return ids
 
     def forget_run(self, run_id: str) -> None:
         for lease in [k for k in self._in_flight if k[0] == run_id]:
@@ -210,6 +241,15 @@ class CeleryExecutor:
     def close(self) -> None:
         if self.owns_fleet:
             self.fleet.close()
+
+
+def task_id(task: TaskMessage) -> str:
+    return task_id_of(_lease(task))
+
+
+def task_id_of(lease: Lease) -> str:
+    run_id, component_id, phase, attempt = lease
+    return f"{run_id}.{component_id}.{phase.value}.{attempt}"
 
 
 def _lease(msg: TaskMessage | ResultMessage) -> Lease:
