@@ -22,7 +22,9 @@ from pact_workers.errors import (
     EnvironmentSpecError,
     InputError,
     PermanentAgentError,
+    SandboxImageMissing,
     SandboxTimeout,
+    SandboxUnavailable,
     TransientAgentError,
     VerificationError,
 )
@@ -84,6 +86,7 @@ _PERMANENT_TYPES: tuple[type[BaseException], ...] = (
     InputError,
     PermanentAgentError,
     VerificationError,
+    SandboxImageMissing,  # permanent for that environment until the image is built
     ValueError,
     FileNotFoundError,
 )
@@ -176,7 +179,7 @@ def _classify_type(error: BaseException) -> ErrorClass:
 def _classify_one(error: BaseException) -> ErrorClass | None:
     """One exception's verdict, or None when its type says nothing."""
     # Before the OSError rules: EnvironmentSpecError is an EnvironmentError (= OSError).
-    if isinstance(error, EnvironmentSpecError):
+    if isinstance(error, EnvironmentSpecError | SandboxUnavailable):
         return ErrorClass.SYSTEMIC
     if isinstance(error, _PERMANENT_TYPES):
         return ErrorClass.PERMANENT

@@ -55,6 +55,15 @@ class SandboxTimeout(SandboxError):
     """A sandboxed command ran past its hard timeout and was killed."""
 
 
+class SandboxImageMissing(SandboxError):
+    """The sandbox image, or the base it is built from, is not on the engine (permanent
+    for that environment until someone builds it)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The Docker engine cannot be reached (systemic for the worker that saw it)."""
+
+
 class EnvironmentSpecError(PactError, EnvironmentError):
     """The execution environment lacks the interpreter or a required tool."""
 

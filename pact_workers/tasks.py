@@ -82,6 +82,10 @@ def build_sandbox(name: str) -> Sandbox:
         from pact_workers.sandbox.local import LocalSandbox
 
         return LocalSandbox()
+    if name == "docker":
+        from pact_workers.sandbox.docker import DockerSandbox
+
+        return DockerSandbox.from_env()
     raise ValueError(f"this worker has no sandbox {name!r}")
 
 

@@ -461,6 +461,9 @@ def submit(
     replay_dir: Annotated[
         Path | None, typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent")
     ] = None,
+    sandbox: Annotated[
+        str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox the workers use: local or docker")
+    ] = "local",
 ) -> None:
     """Submit trees to the scheduler service; each becomes a run with an id.
 
@@ -468,7 +471,12 @@ def submit(
     """
     try:
         queued, errors = commands.submit_batch(
-            broker_url=broker, trees=trees, priority=priority, agent=agent, replay_dir=replay_dir
+            broker_url=broker,
+            trees=trees,
+            priority=priority,
+            agent=agent,
+            replay_dir=replay_dir,
+            sandbox=sandbox,
         )
     except InputError as exc:
         raise _bad_input(exc) from exc

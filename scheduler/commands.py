@@ -44,7 +44,7 @@ from scheduler.settings import Settings, load_settings
 from scheduler.state import RunState, RunStatus
 
 AGENTS = ("replay", "noop")
-SANDBOXES = ("local",)
+SANDBOXES = ("local", "docker")
 EXAMPLE = "calculator"
 
 
@@ -61,6 +61,10 @@ def make_agent(name: str, *, replay_dir: Path | None) -> Agent:
 def make_sandbox(name: str) -> Sandbox:
     if name == "local":
         return LocalSandbox()
+    if name == "docker":
+        from pact_workers.sandbox.docker import DockerSandbox
+
+        return DockerSandbox.from_env()
     raise InputError(f"unknown sandbox {name!r}; choose one of: {', '.join(SANDBOXES)}")
 
 
@@ -92,7 +96,8 @@ def run_tree(
     settings = load_settings(project.settings_path)
     agent = make_agent(agent_name, replay_dir=replay_dir)
     sandbox = make_sandbox(sandbox_name)
-    _check_environment(settings)
+    if sandbox_name == "local":  # a container's tools are checked in its image, per run
+        _check_environment(settings)
     start_run(
         project,
         tree,
@@ -254,7 +259,8 @@ def resume_run(
         ),
     )
     sandbox = make_sandbox(sandbox_name)
-    _check_environment(settings)
+    if sandbox_name == "local":
+        _check_environment(settings)
     problems = state_json_problems(project_dir=project_dir)
     interrupted = state.status is RunStatus.ACTIVE
     basis = state.model_copy(update={"status": RunStatus.PAUSED}) if interrupted else state
@@ -419,6 +425,7 @@ def submit_batch(
     priority: int,
     agent: str,
     replay_dir: Path | None,
+    sandbox: str = "local",
 ) -> tuple[list[RunEntry], list[str]]:
     if agent == "replay":
         if replay_dir is None:
@@ -428,10 +435,19 @@ def submit_batch(
         load_replay_script(replay_dir)
     elif agent not in AGENTS:
         raise InputError(f"unknown agent {agent!r}; choose one of: {', '.join(AGENTS)}")
+    if sandbox not in SANDBOXES:
+        raise InputError(f"unknown sandbox {sandbox!r}; choose one of: {', '.join(SANDBOXES)}")
     options = {"replay_dir": str(replay_dir.resolve())} if replay_dir else {}
     client = redis_from_url(check_redis_url(broker_url))
     try:
-        return submit_trees(client, trees, priority=priority, agent=agent, agent_options=options)
+        return submit_trees(
+            client,
+            trees,
+            priority=priority,
+            agent=agent,
+            agent_options=options,
+            sandbox="docker" if sandbox == "docker" else "local",
+        )
     finally:
         client.close()
 

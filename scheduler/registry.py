@@ -36,6 +36,7 @@ class Submission(BaseModel):
     priority: int = Field(default=0, ge=0, le=9)
     agent: str = "replay"
     agent_options: dict[str, str] = Field(default_factory=dict)
+    sandbox: Literal["local", "docker"] = "local"
     submitted_at: str
 
 
@@ -67,6 +68,7 @@ def submit_trees(
     priority: int = 0,
     agent: str = "replay",
     agent_options: dict[str, str] | None = None,
+    sandbox: Literal["local", "docker"] = "local",
 ) -> tuple[list[RunEntry], list[str]]:
     """Validate and queue each tree; returns the queued runs and one error per rejected tree.
 
@@ -91,6 +93,7 @@ def submit_trees(
             priority=priority,
             agent=agent,
             agent_options=dict(agent_options or {}),
+            sandbox=sandbox,
             submitted_at=now_iso(),
         )
         entry = RunEntry(

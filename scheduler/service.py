@@ -174,7 +174,7 @@ class SchedulerService:
                     settings=load_settings(project.settings_path),
                     agent=sub.agent,
                     agent_options=sub.agent_options,
-                    sandbox="local",
+                    sandbox=sub.sandbox,
                     run_id=sub.run_id,
                 )
             update_run(

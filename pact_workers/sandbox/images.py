@@ -64,12 +64,8 @@ _REPO_DOCKERFILE = Path(__file__).resolve().parents[2] / "sandbox_images" / "pyt
 _BUILD_LOCK = threading.Lock()
 
 
-class SandboxImageMissing(SandboxError):
-    """The sandbox image, or the base it is built from, is not on the engine."""
-
-
-class SandboxUnavailable(SandboxError):
-    """The Docker engine cannot be reached."""
+# Defined in the project's one exception tree; re-exported here where they are raised.
+from pact_workers.errors import SandboxImageMissing, SandboxUnavailable  # noqa: E402
 
 
 def default_base_image() -> str:
