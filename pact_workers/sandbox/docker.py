@@ -26,28 +26,28 @@ How files move (nothing is shared with the host, no bind mount):
 
 from __future__ import annotations
 
-import base64
-import io
-import json
 import os
-import posixpath
 import select
 import signal
 import socket
 import struct
-import tarfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from pact_workers.errors import ArtifactError, EnvironmentSpecError, SandboxError
+from pact_workers.errors import EnvironmentSpecError, SandboxError
 from pact_workers.models.environment import EnvironmentSpec
+from pact_workers.sandbox.archives import (
+    SANDBOX_UID,
+    WORKSPACE,
+    collect_outputs,
+    workspace_tar,
+)
 from pact_workers.sandbox.base import (
-    MAX_COLLECT_FILES,
     SandboxRequest,
     SandboxResult,
     cap_text,
@@ -80,8 +80,7 @@ LABEL_ITEM = "pact-fleet.item"
 #: Request env vars whose values also label the container (for ``docker ps`` triage).
 LABEL_ENV_VARS = {"PACT_RUN_ID": LABEL_RUN, "PACT_ITEM_ID": LABEL_ITEM}
 
-WORKSPACE = "/workspace"
-SANDBOX_UID = 10001
+
 TMP_SIZE_MB = 64
 #: PATH of an image whose config names none (the Debian default).
 DEFAULT_IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -90,10 +89,6 @@ KILL_GRACE_S = 10.0
 #: Limits of the cheap container that checks the interpreter and required tools.
 CHECK_TIMEOUT_S = 60.0
 CHECK_MEMORY_MB = 128
-#: Slack over ``max_collect_bytes`` for tar headers and padding in the outputs' archive.
-TAR_OVERHEAD_BYTES = 1024 * (2 * MAX_COLLECT_FILES + 16)
-#: Go's ``os.ModeSymlink``, as the engine reports it in a path's stat.
-_GO_MODE_SYMLINK = 1 << 27
 #: docker-init (tini) exits 128 + N when the command died of signal N.
 _SIGNAL_EXIT_BASE = 128
 _STREAM_HEADER = struct.Struct(">BxxxL")
@@ -334,7 +329,7 @@ class DockerSandbox:
                     tag, argv, **self._container_options(env, request)
                 )
                 if files:
-                    container.put_archive(WORKSPACE, _workspace_tar(files))
+                    container.put_archive(WORKSPACE, workspace_tar(files))
                 stream = client.api.attach_socket(
                     container.id, params={"stdout": 1, "stderr": 1, "stream": 1}
                 )
@@ -366,7 +361,7 @@ class DockerSandbox:
                     f"cannot start {argv[0]!r}: {err.data().decode('utf-8', 'replace').strip()}"
                 )
             with docker_errors("collecting outputs from a sandbox container"):
-                collected = _collect(client, container, collect, request.max_collect_bytes)
+                collected = collect_outputs(client, container, collect, request.max_collect_bytes)
             return _Outcome(
                 exit_code=_exit_code(exit_code, timed_out=timed_out),
                 stdout_tail=out.data(),
@@ -525,146 +520,6 @@ class _ClosingStream:
         self._stream.close()
         if raw is not None:
             raw.close()
-
-
-def _workspace_tar(files: Mapping[str, bytes]) -> bytes:
-    """A tar of ``files`` (already checked), owned by the sandbox user."""
-    buf = io.BytesIO()
-    dirs: set[str] = set()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for rel, data in sorted(files.items()):
-            parent = posixpath.dirname(rel)
-            chain: list[str] = []
-            while parent and parent not in dirs:
-                chain.append(parent)
-                parent = posixpath.dirname(parent)
-            for directory in reversed(chain):
-                dirs.add(directory)
-                tar.addfile(_member(directory, tarfile.DIRTYPE, 0o755))
-            info = _member(rel, tarfile.REGTYPE, 0o644)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
-def _member(name: str, kind: bytes, mode: int) -> tarfile.TarInfo:
-    info = tarfile.TarInfo(name)
-    info.type = kind
-    info.mode = mode
-    info.uid = info.gid = SANDBOX_UID
-    info.mtime = int(time.time())
-    return info
-
-
-def _collect(
-    client: Any, container: Any, wanted: Sequence[str], max_bytes: int
-) -> dict[str, bytes]:
-    """Read the requested workspace files or directories back, refusing anything unsafe.
-
-    Raises:
-        ArtifactError: a symlink (the path, a parent or a member), a member that is not
-            a regular file or directory or that escapes, or more than the caps.
-    """
-    out: dict[str, bytes] = {}
-    total = 0
-    for rel in wanted:
-        # The engine resolves symlinks in the parents of an archive path (inside the
-        # container), which could read from outside the workspace: refuse those.
-        parts = rel.split("/")
-        for depth in range(1, len(parts)):
-            parent = "/".join(parts[:depth])
-            stat = _stat(client, container.id, f"{WORKSPACE}/{parent}")
-            if stat is None:
-                break
-            if stat.get("mode", 0) & _GO_MODE_SYMLINK:
-                raise ArtifactError(
-                    f"output path {parent!r} is a symlink; outputs must be regular files"
-                )
-        try:
-            chunks, stat = container.get_archive(f"{WORKSPACE}/{rel}")
-        except _errors().NotFound:
-            continue
-        if stat.get("mode", 0) & _GO_MODE_SYMLINK:
-            raise ArtifactError(f"output path {rel!r} is a symlink; outputs must be regular files")
-        prefix = posixpath.dirname(rel)
-        reader = _ChunkReader(iter(chunks), limit=max_bytes + TAR_OVERHEAD_BYTES)
-        members = 0
-        with tarfile.open(fileobj=reader, mode="r|") as tar:
-            for member in tar:
-                members += 1
-                name = _member_path(prefix, member.name, rel)
-                if member.issym() or member.islnk():
-                    raise ArtifactError(
-                        f"output path {name!r} is a symlink; outputs must be regular files"
-                    )
-                if members > 4 * MAX_COLLECT_FILES:
-                    raise ArtifactError(f"outputs exceed the cap ({MAX_COLLECT_FILES} files)")
-                if member.isdir() or "__pycache__" in name.split("/"):
-                    continue
-                if not member.isreg():
-                    raise ArtifactError(f"output path {name!r} is not a regular file")
-                total += member.size
-                if total > max_bytes or len(out) >= MAX_COLLECT_FILES:
-                    raise ArtifactError(
-                        f"outputs exceed the cap ({max_bytes} bytes / {MAX_COLLECT_FILES} files)"
-                    )
-                data = tar.extractfile(member)
-                out[name] = data.read() if data is not None else b""
-    return out
-
-
-def _member_path(prefix: str, name: str, wanted: str) -> str:
-    """The workspace-relative path of an archive member; it must lie under ``wanted``."""
-    if name.startswith("/"):
-        raise ArtifactError(f"output archive member {name!r} is absolute")
-    try:
-        path = safe_relpath(posixpath.join(prefix, name) if prefix else name)
-    except ArtifactError as exc:
-        raise ArtifactError(f"output archive member {name!r} escapes the workspace") from exc
-    if path != wanted and not path.startswith(wanted + "/"):
-        raise ArtifactError(f"output archive member {name!r} is outside {wanted!r}")
-    return path
-
-
-def _stat(client: Any, container_id: str, path: str) -> dict[str, Any] | None:
-    """The engine's stat of ``path`` in the container (not following a final symlink)."""
-    url = client.api._url("/containers/{0}/archive", container_id)
-    response = client.api.head(url, params={"path": path})
-    try:
-        if response.status_code == 404:
-            return None
-        client.api._raise_for_status(response)
-        header = response.headers.get("X-Docker-Container-Path-Stat", "")
-        return json.loads(base64.b64decode(header)) if header else None
-    finally:
-        response.close()
-
-
-class _ChunkReader(io.RawIOBase):
-    """A read-only file over an iterator of byte chunks that refuses to read past ``limit``."""
-
-    def __init__(self, chunks: Iterator[bytes], *, limit: int) -> None:
-        self._chunks = chunks
-        self._limit = limit
-        self._read = 0
-        self._pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self._pending:
-            try:
-                self._pending = next(self._chunks)
-            except StopIteration:
-                return 0
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
-        self._read += size
-        if self._read > self._limit:
-            raise ArtifactError(f"outputs exceed the cap ({self._limit} bytes of archive)")
-        return size
 
 
 def _exit_code(code: int, *, timed_out: bool) -> int:
