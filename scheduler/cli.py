@@ -342,72 +342,27 @@ def doctor(
         Path,
         typer.Argument(help="Project directory (its pact.yaml is used)", envvar="PACT_PROJECT"),
     ] = Path("."),
+    sandbox: Annotated[
+        str, typer.Option(envvar="PACT_SANDBOX", help="Check for this sandbox: local or docker")
+    ] = "local",
+    broker: Annotated[
+        str | None, typer.Option(envvar="PACT_BROKER_URL", help="Also check this Redis")
+    ] = None,
 ) -> None:
-    """Check the execution environment and say how to fix what is missing."""
+    """Check the environment, Docker, the sandbox image and Redis; say how to fix what is
+    missing."""
     try:
-        checks = commands.doctor_checks(project_dir=project)
+        checks = commands.doctor_checks(project_dir=project, sandbox=sandbox, broker_url=broker)
     except InputError as exc:
         raise _bad_input(exc) from exc
-    out.print("[bold]environment[/]")
-    for name, ok, detail in checks:
+    section = ""
+    for where, name, ok, detail in checks:
+        if where != section:
+            out.print(f"[bold]{where}[/]")
+            section = where
         mark = "[green]ok[/]  " if ok else "[red]MISSING[/]"
         out.print(f"  {mark} {name}: {detail}", highlight=False, soft_wrap=True)
-    raise typer.Exit(EXIT_OK if all(ok for _, ok, _ in checks) else EXIT_FAILED)
-
-
-@app.command()
-def worker(
-    broker: Annotated[
-        str, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet's Redis")
-    ],
-    roles: Annotated[
-        str,
-        typer.Option(
-            envvar="PACT_ROLES", help="Comma-separated roles whose queues this worker takes"
-        ),
-    ] = "contract_author,test_author,code_author,integrator",
-    concurrency: Annotated[
-        int, typer.Option(envvar="PACT_CONCURRENCY", help="Attempts this worker runs at once")
-    ] = 2,
-    pool: Annotated[str, typer.Option(envvar="PACT_POOL", help="Celery pool")] = "prefork",
-    loglevel: Annotated[str, typer.Option(envvar="PACT_LOGLEVEL")] = "INFO",
-    lease_ttl: Annotated[
-        float,
-        typer.Option(
-            "--lease-ttl",
-            envvar="PACT_LEASE_TTL_S",
-            help="Seconds a running attempt's lease lives without renewal: how fast the "
-            "scheduler notices this worker died",
-        ),
-    ] = 10.0,
-    supervise: Annotated[
-        bool,
-        typer.Option(
-            envvar="PACT_SUPERVISE",
-            help="Restart the Celery worker (with backoff) whenever it exits without "
-            "being stopped by a signal",
-        ),
-    ] = True,
-) -> None:
-    """Start a fleet worker: `celery worker` on the queues of the given roles."""
-    try:
-        argv = commands.worker_argv(
-            broker_url=broker,
-            roles=roles,
-            concurrency=concurrency,
-            pool=pool,
-            loglevel=loglevel,
-            lease_ttl_s=lease_ttl,
-        )
-    except InputError as exc:
-        raise _bad_input(exc) from exc
-    if supervise:
-        child = [sys.executable, "-m", "scheduler.cli", *sys.argv[1:], "--no-supervise"]
-        raise typer.Exit(commands.supervise(child, log=lambda m: err.print(m, highlight=False)))
-    from pact_workers.app import app as celery_app
-
-    # Celery's own exit status, so that a supervisor can tell a crash from a stop.
-    raise typer.Exit(celery_app.start(argv) or 0)
+    raise typer.Exit(EXIT_OK if all(ok for _, _, ok, _ in checks) else EXIT_FAILED)
 
 
 BrokerOption = Annotated[

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -131,3 +134,24 @@ def test_doctor_shows_environment(tmp_path: Path) -> None:
     res = pact("doctor", str(tmp_path))
     assert res.returncode == 1
     assert "MISSING required tool 'no-such-tool-x'" in " ".join(res.stdout.split())
+
+
+def test_doctor_checks_docker_and_redis_and_says_how_to_fix(tmp_path: Path) -> None:
+    res = pact("doctor", str(tmp_path), "--broker", "redis://127.0.0.1:1/0")
+    assert res.returncode == 1
+    text = " ".join(res.stdout.split())
+    assert "MISSING Redis at redis://127.0.0.1:1/0" in text and "start redis-server" in text
+    assert "Docker engine" in text  # reported, but not required for the local sandbox
+    env = {**os.environ, "PACT_SANDBOX_BASE_IMAGE": "pact-no-such-base:0"}
+    res = subprocess.run(
+        [sys.executable, "-m", "scheduler.cli", "doctor", str(tmp_path), "--sandbox", "docker"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "COLUMNS": "200"},
+    )
+    text = " ".join(res.stdout.split())
+    assert res.returncode == 1
+    assert ("sandbox base image 'pact-no-such-base:0'" in text and "build-base.sh" in text) or (
+        "MISSING Docker engine" in text
+    )
