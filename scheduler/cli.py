@@ -365,6 +365,61 @@ def doctor(
     raise typer.Exit(EXIT_OK if all(ok for _, _, ok, _ in checks) else EXIT_FAILED)
 
 
+@app.command()
+def worker(
+    broker: Annotated[
+        str, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet's Redis")
+    ],
+    roles: Annotated[
+        str,
+        typer.Option(
+            envvar="PACT_ROLES", help="Comma-separated roles whose queues this worker takes"
+        ),
+    ] = "contract_author,test_author,code_author,integrator",
+    concurrency: Annotated[
+        int, typer.Option(envvar="PACT_CONCURRENCY", help="Attempts this worker runs at once")
+    ] = 2,
+    pool: Annotated[str, typer.Option(envvar="PACT_POOL", help="Celery pool")] = "prefork",
+    loglevel: Annotated[str, typer.Option(envvar="PACT_LOGLEVEL")] = "INFO",
+    lease_ttl: Annotated[
+        float,
+        typer.Option(
+            "--lease-ttl",
+            envvar="PACT_LEASE_TTL_S",
+            help="Seconds a running attempt's lease lives without renewal: how fast the "
+            "scheduler notices this worker died",
+        ),
+    ] = 10.0,
+    supervise: Annotated[
+        bool,
+        typer.Option(
+            envvar="PACT_SUPERVISE",
+            help="Restart the Celery worker (with backoff) whenever it exits without "
+            "being stopped by a signal",
+        ),
+    ] = True,
+) -> None:
+    """Start a fleet worker: `celery worker` on the queues of the given roles."""
+    try:
+        argv = commands.worker_argv(
+            broker_url=broker,
+            roles=roles,
+            concurrency=concurrency,
+            pool=pool,
+            loglevel=loglevel,
+            lease_ttl_s=lease_ttl,
+        )
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    if supervise:
+        child = [sys.executable, "-m", "scheduler.cli", *sys.argv[1:], "--no-supervise"]
+        raise typer.Exit(commands.supervise(child, log=lambda m: err.print(m, highlight=False)))
+    from pact_workers.app import app as celery_app
+
+    # Celery's own exit status, so that a supervisor can tell a crash from a stop.
+    raise typer.Exit(celery_app.start(argv) or 0)
+
+
 BrokerOption = Annotated[
     str, typer.Option("--broker", envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
 ]

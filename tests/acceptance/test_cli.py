@@ -155,3 +155,24 @@ def test_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
 def test_status_of_a_directory_without_a_run_exits_2(tmp_path: Path) -> None:
     res = pact("status", str(tmp_path))
     assert res.returncode == 2 and "no pact run here" in res.stderr
+
+
+def test_every_command_is_there_and_documents_its_environment_variables() -> None:
+    res = pact("--help")
+    assert res.returncode == 0
+    for command in (
+        "run",
+        "status",
+        "resume",
+        "rebuild",
+        "demo",
+        "doctor",
+        "worker",
+        "scheduler",
+        "submit",
+        "runs",
+    ):
+        assert f" {command} " in res.stdout, command
+        help_text = pact(command, "--help").stdout
+        if "--" in help_text:
+            assert "PACT_" in help_text, command
