@@ -35,3 +35,21 @@ clean:
 
 bench: $(BIN)/pact
 	$(BIN)/python bench/scheduling.py
+
+# The fleet in containers (compose.yaml; see deploy/). No registry needed: the images
+# build from local wheels and, where no image can be pulled, from debootstrap bases
+# (scripts/ensure-services builds those as root).
+.PHONY: fleet-image fleet-up fleet-down fleet-logs
+
+fleet-image:
+	deploy/build-image.sh
+
+fleet-up:
+	@[ -n "$${PACT_FLEET_IMAGE:-}" ] || deploy/build-image.sh --if-missing
+	deploy/compose.sh up -d
+
+fleet-down:
+	deploy/compose.sh down -v --remove-orphans
+
+fleet-logs:
+	deploy/compose.sh logs --follow --tail=100
