@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
 from pact_workers.errors import ArtifactError
+from pact_workers.files import atomic_write
 from pact_workers.sandbox.base import safe_relpath
 
 Bundle = dict[str, bytes]
@@ -122,19 +121,8 @@ class DirectoryBlobStore:
     def put_blob(self, data: bytes) -> str:
         digest = digest_bytes(data)
         path = self._path(digest)
-        if path.exists():
-            return digest
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if not path.exists():
+            atomic_write(path, data)
         return digest
 
     def get_blob(self, digest: str) -> bytes:

@@ -148,39 +148,12 @@ def run_contract_tests(
     )
     result = sandbox.run(request)
     if result.timed_out:
-        return (
-            TestResults(
-                total=0,
-                errors=1,
-                failure_details=[
-                    TestFailure(
-                        test_id="<harness>",
-                        error_message=f"TimeoutError: test run killed after {timeout_s:.0f}s",
-                        stdout=result.stdout[-MAX_DETAIL_CHARS:],
-                    )
-                ],
-                timestamp=_now(),
-            ),
-            result,
-        )
+        message = f"TimeoutError: test run killed after {timeout_s:.0f}s"
+        return _harness_failure(message, result), result
     xml = result.files.get(report)
     if xml is None:
-        return (
-            TestResults(
-                total=0,
-                errors=1,
-                failure_details=[
-                    TestFailure(
-                        test_id="<harness>",
-                        error_message=f"pytest wrote no report (exit code {result.exit_code})",
-                        stdout=result.stdout[-MAX_DETAIL_CHARS:],
-                        stderr=result.stderr[-MAX_DETAIL_CHARS:],
-                    )
-                ],
-                timestamp=_now(),
-            ),
-            result,
-        )
+        message = f"pytest wrote no report (exit code {result.exit_code})"
+        return _harness_failure(message, result), result
     results = parse_junit(xml)
     if results.all_passed and result.exit_code != 0:
         # The report says green but pytest did not: do not believe the report.
@@ -198,6 +171,23 @@ def run_contract_tests(
             }
         )
     return results, result
+
+
+def _harness_failure(message: str, result: SandboxResult) -> TestResults:
+    """Results for a test run that produced no report: 0 tests, one harness error."""
+    return TestResults(
+        total=0,
+        errors=1,
+        failure_details=[
+            TestFailure(
+                test_id="<harness>",
+                error_message=message,
+                stdout=result.stdout[-MAX_DETAIL_CHARS:],
+                stderr=result.stderr[-MAX_DETAIL_CHARS:],
+            )
+        ],
+        timestamp=_now(),
+    )
 
 
 def parse_junit(xml: bytes) -> TestResults:

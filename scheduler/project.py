@@ -26,25 +26,11 @@ from pathlib import Path
 
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import RunDirError
+from pact_workers.files import atomic_write
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import Phase
 from pact_workers.sandbox.base import safe_relpath
 from scheduler.state import RunState
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file, fsync and rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class ProjectDir:
