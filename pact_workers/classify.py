@@ -25,6 +25,7 @@ from pact_workers.errors import (
     SandboxImageMissing,
     SandboxTimeout,
     SandboxUnavailable,
+    SystemicAgentError,
     TransientAgentError,
     VerificationError,
 )
@@ -179,7 +180,7 @@ def _classify_type(error: BaseException) -> ErrorClass:
 def _classify_one(error: BaseException) -> ErrorClass | None:
     """One exception's verdict, or None when its type says nothing."""
     # Before the OSError rules: EnvironmentSpecError is an EnvironmentError (= OSError).
-    if isinstance(error, EnvironmentSpecError | SandboxUnavailable):
+    if isinstance(error, EnvironmentSpecError | SandboxUnavailable | SystemicAgentError):
         return ErrorClass.SYSTEMIC
     if isinstance(error, _PERMANENT_TYPES):
         return ErrorClass.PERMANENT

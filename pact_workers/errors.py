@@ -47,6 +47,11 @@ class PermanentAgentError(AgentError):
     """An agent call that will fail the same way if tried again."""
 
 
+class SystemicAgentError(AgentError):
+    """An agent call that fails for every component alike: bad credentials, unknown
+    model. The run pauses until someone fixes the configuration."""
+
+
 class SandboxError(PactError):
     """A sandbox could not run a command."""
 

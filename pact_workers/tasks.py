@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from pact_workers.agents.base import Agent
 from pact_workers.app import TASK_NAMES, app, broker_url_from_env
 from pact_workers.artifacts import ArtifactStore
+from pact_workers.errors import InputError
 from pact_workers.fleet.blobs import RedisBlobStore
 from pact_workers.fleet.connection import redis_from_url
 from pact_workers.fleet.leases import Leases
@@ -66,15 +67,12 @@ class WorkerRuntime:
 
 def build_agent(name: str, options: dict[str, str]) -> Agent:
     """The agent a task asks for. Options never carry secrets; keys come from the env."""
-    if name == "replay":
-        from pact_workers.agents.replay import ReplayAgent
+    from pact_workers.agents.factory import build_agent as build
 
-        return ReplayAgent(options["replay_dir"])
-    if name == "noop":
-        from pact_workers.agents.noop import NoopAgent
-
-        return NoopAgent()
-    raise ValueError(f"this worker has no agent {name!r}")
+    try:
+        return build(name, options)
+    except InputError as exc:
+        raise ValueError(f"this worker cannot build agent {name!r}: {exc}") from exc
 
 
 def build_sandbox(name: str) -> Sandbox:

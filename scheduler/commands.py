@@ -19,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 
 from pact_workers.agents.base import Agent
-from pact_workers.agents.noop import NoopAgent
-from pact_workers.agents.replay import ReplayAgent, load_replay_script
+from pact_workers.agents.factory import AGENTS, agent_options, build_agent
+from pact_workers.agents.replay import load_replay_script
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import InputError, RunDirError
 from pact_workers.fleet.blobs import RedisBlobStore
@@ -44,19 +44,27 @@ from scheduler.service import SchedulerService
 from scheduler.settings import Settings, load_settings
 from scheduler.state import RunState, RunStatus
 
-AGENTS = ("replay", "noop")
 SANDBOXES = ("local", "docker")
 EXAMPLE = "calculator"
 
 
-def make_agent(name: str, *, replay_dir: Path | None) -> Agent:
+def make_agent(
+    name: str, *, replay_dir: Path | None, settings: Settings | None = None
+) -> tuple[Agent, dict[str, str]]:
+    """The agent ``name`` and the options a run records for it (never secrets)."""
+    if name not in AGENTS:
+        raise InputError(f"unknown agent {name!r}; choose one of: {', '.join(AGENTS)}")
     if name == "replay":
         if replay_dir is None:
             raise InputError("--agent replay needs --replay-dir DIR (a directory of artifacts)")
-        return ReplayAgent(replay_dir)
-    if name == "noop":
-        return NoopAgent()
-    raise InputError(f"unknown agent {name!r}; choose one of: {', '.join(AGENTS)}")
+        if not replay_dir.is_dir():
+            raise InputError(f"--replay-dir {replay_dir}: no such directory")
+    options = agent_options(
+        name,
+        (settings or Settings()).agents,
+        replay_dir=str(replay_dir.resolve()) if replay_dir else None,
+    )
+    return build_agent(name, options), options
 
 
 def make_sandbox(name: str) -> Sandbox:
@@ -95,7 +103,7 @@ def run_tree(
             "or choose another directory"
         )
     settings = load_settings(project.settings_path)
-    agent = make_agent(agent_name, replay_dir=replay_dir)
+    agent, options = make_agent(agent_name, replay_dir=replay_dir, settings=settings)
     sandbox = make_sandbox(sandbox_name)
     if sandbox_name == "local":  # a container's tools are checked in its image, per run
         _check_environment(settings)
@@ -104,8 +112,8 @@ def run_tree(
         tree,
         tree_bytes=tree_path.read_bytes(),
         settings=settings,
-        agent=agent.name,
-        agent_options={"replay_dir": str(replay_dir.resolve())} if replay_dir else {},
+        agent=agent_name,
+        agent_options=options,
         sandbox=sandbox.name,
     )
     return drive_run(
@@ -252,13 +260,13 @@ def resume_run(
         pass  # fails at once when another pact process holds the run
     state, _ = load_state(project)
     settings = load_settings(project.settings_path)
-    agent = make_agent(
-        agent_name or state.agent or "replay",
-        replay_dir=replay_dir
-        or (
-            Path(state.agent_options["replay_dir"]) if "replay_dir" in state.agent_options else None
-        ),
-    )
+    new_agent: tuple[str, dict[str, str]] | None = None
+    if agent_name is None and replay_dir is None:
+        agent = build_agent(state.agent or "replay", dict(state.agent_options))
+    else:
+        name = agent_name or state.agent or "replay"
+        agent, options = make_agent(name, replay_dir=replay_dir, settings=settings)
+        new_agent = (name, options)
     sandbox = make_sandbox(sandbox_name)
     if sandbox_name == "local":
         _check_environment(settings)
@@ -276,6 +284,7 @@ def resume_run(
         strategy,
         inconsistencies=problems,
         original_status="interrupted" if interrupted else None,
+        agent=new_agent,
     )
     final = drive_run(
         project=project,
@@ -543,7 +552,9 @@ def submit_batch(
         raise InputError(f"unknown agent {agent!r}; choose one of: {', '.join(AGENTS)}")
     if sandbox not in SANDBOXES:
         raise InputError(f"unknown sandbox {sandbox!r}; choose one of: {', '.join(SANDBOXES)}")
-    options = {"replay_dir": str(replay_dir.resolve())} if replay_dir else {}
+    options = agent_options(
+        agent, Settings().agents, replay_dir=str(replay_dir.resolve()) if replay_dir else None
+    )
     client = redis_from_url(check_redis_url(broker_url))
     try:
         return submit_trees(

@@ -127,6 +127,9 @@ class RunResumed(_Event):
     #: Items given a fresh start (failed, poisoned or suspended ones).
     reset_items: list[tuple[str, Phase]] = Field(default_factory=list)
     inconsistencies: list[str] = Field(default_factory=list)
+    #: A different agent for the rest of the run (empty: keep the run's).
+    agent: str = ""
+    agent_options: dict[str, str] = Field(default_factory=dict)
 
 
 class RunCompleted(_Event):

@@ -12,6 +12,7 @@ import json
 
 from pact_workers.artifacts import ArtifactStore, Bundle
 from pact_workers.errors import VerificationError
+from pact_workers.models.testing import ContractTestSuite
 from pact_workers.models.work import Phase
 from scheduler.state import RunState, final_phase
 
@@ -72,6 +73,9 @@ def build_inputs(
         return inputs, verify
     deps_src = _merged_sources(state, store, component_id)
     inputs["deps_src"] = deps_src
+    cases = _test_cases(state, store, component_id)
+    if cases is not None:
+        inputs["test_cases"] = cases
     verify["tests"] = _output(state, component_id, Phase.TEST)
     verify["deps_src"] = deps_src
     return inputs, verify
@@ -107,3 +111,13 @@ def _merged_sources(state: RunState, store: ArtifactStore, component_id: str) ->
             merged[path] = data
             owner[path] = cid
     return store.put_bundle(merged)
+
+
+def _test_cases(state: RunState, store: ArtifactStore, component_id: str) -> str | None:
+    """The test suite's list of cases without its code (what the code author may know)."""
+    tests = store.get_bundle(_output(state, component_id, Phase.TEST))
+    raw = tests.get("tests/contract_test_suite.json")
+    if raw is None:
+        return None
+    suite = ContractTestSuite.model_validate_json(raw).model_copy(update={"generated_code": ""})
+    return store.put_bundle({"suite.json": suite.model_dump_json(indent=2).encode()})

@@ -107,6 +107,7 @@ def execute_resume(
     *,
     inconsistencies: list[str] | None = None,
     original_status: str | None = None,
+    agent: tuple[str, dict[str, str]] | None = None,
 ) -> RunState:
     """Log ``run_resumed`` with the original failure reason, then apply it.
 
@@ -125,6 +126,8 @@ def execute_resume(
                 resume_phase=strategy.resume_phase,
                 reset_items=strategy.reset_items,
                 inconsistencies=list(inconsistencies or []),
+                agent=agent[0] if agent else "",
+                agent_options=agent[1] if agent else {},
             )
         )
     new = apply(state.model_copy(deep=True), event)

@@ -12,6 +12,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pact_workers.agents.factory import AgentsSettings
+from pact_workers.agents.pricing import Price
 from pact_workers.errors import SettingsError
 from pact_workers.models.environment import EnvironmentSpec
 from scheduler.budget import BudgetSettings
@@ -44,6 +46,10 @@ class Settings(BaseModel):
     shaping_budget_pct: float | None = Field(default=None, gt=0, le=1)
     #: Components failing the same way in one phase before the run pauses (seed 000, 1.4).
     systemic_threshold: int = Field(default=3, ge=2)
+    #: Backend and model per role (``default`` and one entry per role).
+    agents: AgentsSettings = Field(default_factory=AgentsSettings)
+    #: Prices of models the built-in table does not know (USD per million tokens).
+    prices: dict[str, Price] = Field(default_factory=dict)
 
     @property
     def timeouts(self) -> TimeoutConfig:

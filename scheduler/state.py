@@ -313,6 +313,9 @@ def _resumed(state: RunState, e: RunResumed) -> None:
     state.pattern_type = ""
     state.affected_components = []
     state.resumed_seq = e.seq
+    if e.agent:
+        state.agent = e.agent
+        state.agent_options = dict(e.agent_options)
     for cid, phase in e.reset_items:
         item = state.item(cid, phase)
         if item.status is ItemStatus.DONE:

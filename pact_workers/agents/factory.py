@@ -1,0 +1,145 @@
+"""Building the agent a run asked for, on whichever machine runs the attempt.
+
+A run names an agent (``replay``, ``noop``, ``anthropic``, ``openai``, ``command``) and
+options that never hold secrets: the replay directory, or the per-role backend
+configuration from ``pact.yaml`` as JSON. API keys come from the environment of the
+process that calls the provider (the worker), never from the run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pact_workers.agents.base import Agent, AgentOutput, AgentRequest
+from pact_workers.errors import InputError
+from pact_workers.models.work import Role
+
+AGENTS = ("replay", "noop", "anthropic", "openai", "command")
+Backend = Literal["anthropic", "openai", "command", "replay", "noop"]
+
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1"}
+
+
+class AgentConfig(BaseModel):
+    """How one role is served (``pact.yaml``: ``agents.default`` and ``agents.<role>``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Backend | None = None
+    model: str = ""
+    base_url: str | None = None
+    #: Name of the environment variable holding the API key (default: the SDK's own).
+    api_key_env: str | None = None
+    max_tokens: int = Field(default=16_000, ge=256)
+    idle_timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    #: command backend: the argv template ({prompt_file}, {workspace} are filled in).
+    argv: list[str] = Field(default_factory=list)
+    network: bool = True
+    timeout_s: float = Field(default=1800.0, gt=0)
+
+
+class AgentsSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    default: AgentConfig = Field(default_factory=AgentConfig)
+    contract_author: AgentConfig | None = None
+    test_author: AgentConfig | None = None
+    code_author: AgentConfig | None = None
+    integrator: AgentConfig | None = None
+    trace_analyst: AgentConfig | None = None
+
+    def for_role(self, role: Role, backend: str) -> AgentConfig:
+        """The role's configuration over the default; ``backend`` fills in what neither set."""
+        merged = self.default.model_dump(exclude_unset=True)
+        specific = getattr(self, role.value)
+        if specific is not None:
+            merged.update(specific.model_dump(exclude_unset=True))
+        merged.setdefault("backend", backend)
+        if not merged.get("model") and merged["backend"] in DEFAULT_MODELS:
+            merged["model"] = DEFAULT_MODELS[merged["backend"]]
+        return AgentConfig.model_validate(merged)
+
+
+def agent_options(
+    name: str, agents: AgentsSettings, *, replay_dir: str | None = None
+) -> dict[str, str]:
+    """The options a run records for ``name`` (and sends to every worker)."""
+    if name == "replay":
+        return {"replay_dir": replay_dir} if replay_dir else {}
+    if name == "noop":
+        return {}
+    roles = {
+        role.value: agents.for_role(role, name).model_dump(mode="json")
+        for role in Role
+        if role is not Role.TRACE_ANALYST
+    }
+    return {"roles": json.dumps(roles, sort_keys=True)}
+
+
+def build_agent(name: str, options: dict[str, str]) -> Agent:
+    """The agent for a run's ``agent`` and ``agent_options``.
+
+    Raises:
+        InputError: an unknown agent or malformed options.
+    """
+    if name == "replay":
+        from pact_workers.agents.replay import ReplayAgent
+
+        if "replay_dir" not in options:
+            raise InputError("the replay agent needs a replay directory (--replay-dir)")
+        return ReplayAgent(options["replay_dir"])
+    if name == "noop":
+        from pact_workers.agents.noop import NoopAgent
+
+        return NoopAgent()
+    if name not in AGENTS:
+        raise InputError(f"unknown agent {name!r}; choose one of: {', '.join(AGENTS)}")
+    try:
+        raw = json.loads(options.get("roles", "{}"))
+        configs = {Role(role): AgentConfig.model_validate(cfg) for role, cfg in raw.items()}
+    except (ValueError, ValidationError) as exc:
+        raise InputError(f"agent options for {name!r} are malformed: {exc}") from exc
+    return RoutedAgent({role: _backend_agent(cfg) for role, cfg in configs.items()}, name=name)
+
+
+class RoutedAgent:
+    """One agent per role, each built from that role's configuration."""
+
+    def __init__(self, agents: dict[Role, Agent], *, name: str) -> None:
+        self.agents = agents
+        self.name = name
+
+    def produce(self, request: AgentRequest) -> AgentOutput:
+        agent = self.agents.get(request.role)
+        if agent is None:
+            raise InputError(f"no agent is configured for role {request.role.value!r}")
+        return agent.produce(request)
+
+
+def _backend_agent(config: AgentConfig) -> Agent:
+    from pact_workers.agents.llm import StructuredAgent
+
+    backend: Any
+    if config.backend == "anthropic":
+        from pact_workers.agents.anthropic import AnthropicBackend
+
+        backend = AnthropicBackend.from_config(config)
+        return StructuredAgent(backend)
+    if config.backend == "openai":
+        from pact_workers.agents.openai import OpenAIBackend
+
+        backend = OpenAIBackend.from_config(config)
+        return StructuredAgent(backend)
+    if config.backend == "command":
+        from pact_workers.agents.command import CommandAgent
+
+        return CommandAgent.from_config(config)
+    if config.backend == "noop":
+        from pact_workers.agents.noop import NoopAgent
+
+        return NoopAgent()
+    raise InputError(f"backend {config.backend!r} cannot serve a role from pact.yaml")

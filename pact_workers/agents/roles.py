@@ -1,0 +1,162 @@
+"""What each role is asked and what it must answer: versioned prompts, output schemas.
+
+A prompt has a stable prefix (the role's instructions, which prompt caching keeps
+warm) and a per-attempt part (the component, the contracts it may see, the feedback
+of a failed attempt). An answer is validated against the role's pydantic schema and
+turned into the files the harness checks. What a role may see is decided by what the
+scheduler put in its inputs; the code author's inputs never hold test files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pact_workers.agents.base import AgentRequest
+from pact_workers.agents.context import build_code_agent_context
+from pact_workers.artifacts import Bundle
+from pact_workers.errors import PermanentAgentError
+from pact_workers.models.contract import ComponentContract
+from pact_workers.models.testing import ContractTestSuite, TestCase
+from pact_workers.models.work import Phase, Role
+
+PROMPT_VERSION = "v1"
+
+
+class TestSuiteOutput(BaseModel):
+    """A test author's answer: the pytest module and the cases it covers."""
+
+    __test__ = False
+    model_config = ConfigDict(extra="forbid")
+
+    test_code: str = Field(description="The complete pytest module tests/contract_test.py")
+    test_cases: list[TestCase] = Field(
+        default_factory=list, description="One entry per test function, for the code author"
+    )
+
+
+class ImplementationOutput(BaseModel):
+    """A code author's or integrator's answer: source files under src/."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    files: dict[str, str] = Field(
+        description="Python source files by path relative to src/, e.g. {'<component>.py': ...}"
+    )
+
+
+OUTPUT_MODELS: dict[Role, type[BaseModel]] = {
+    Role.CONTRACT_AUTHOR: ComponentContract,
+    Role.TEST_AUTHOR: TestSuiteOutput,
+    Role.CODE_AUTHOR: ImplementationOutput,
+    Role.INTEGRATOR: ImplementationOutput,
+}
+
+
+class OutputSchemaError(PermanentAgentError):
+    """The model's answer does not match the role's schema (after correction attempts)."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    system: str  # stable per role and version: the cacheable prefix
+    user: str  # this attempt
+    version: str
+
+
+def output_schema(role: Role) -> dict[str, Any]:
+    return OUTPUT_MODELS[role].model_json_schema()
+
+
+def load_template(role: Role, version: str = PROMPT_VERSION) -> str:
+    ref = resources.files("pact_workers.agents") / "prompts" / f"{role.value}.{version}.md"
+    return ref.read_text(encoding="utf-8")
+
+
+def render_prompt(request: AgentRequest, *, version: str = PROMPT_VERSION) -> Prompt:
+    """The role's instructions, and this attempt's material as plain sections."""
+    system = load_template(request.role, version)
+    sections = [f"# Component {request.component_id}"]
+    spec = request.inputs.get("spec", {}).get("component.json")
+    if spec:
+        sections.append("## Specification\n" + spec.decode())
+    contract_files = request.inputs.get("contract", {})
+    contract_raw = contract_files.get("interface.json")
+    if request.role is Role.CODE_AUTHOR and contract_raw is not None:
+        suite = ContractTestSuite.model_validate_json(
+            request.inputs.get("test_cases", {}).get("suite.json", b'{"component_id": "x"}')
+        ).model_copy(update={"component_id": request.component_id})
+        sections.append(
+            build_code_agent_context(ComponentContract.model_validate_json(contract_raw), suite)
+        )
+    elif contract_raw is not None:
+        sections.append("## Contract (interface.json)\n" + contract_raw.decode())
+    for path, data in sorted(request.inputs.get("dep_contracts", {}).items()):
+        sections.append(f"## Contract of dependency {path.split('/')[0]}\n{data.decode()}")
+    for path, data in sorted(request.inputs.get("deps_src", {}).items()):
+        sections.append(f"## Dependency source {path}\n```python\n{data.decode()}\n```")
+    if request.feedback:
+        sections.append(feedback_section(request))
+    return Prompt(system=system, user="\n\n".join(sections), version=version)
+
+
+def feedback_section(request: AgentRequest) -> str:
+    """What failed last time: the failing tests' names and messages, never their source."""
+    lines = ["## Your previous attempt failed verification"]
+    for note in request.feedback:
+        lines.append(f"Attempt {note.attempt}: {note.summary}")
+        for test_id, message in note.failing_tests[:20]:
+            first = message.strip().splitlines()[0] if message.strip() else "(no message)"
+            lines.append(f"- {test_id}: {first[:300]}")
+    lines.append("Fix the implementation so that these pass; keep what already worked.")
+    return "\n".join(lines)
+
+
+def files_from_output(request: AgentRequest, data: Any) -> Bundle:
+    """Validate an answer against the role's schema and turn it into files.
+
+    Raises:
+        OutputSchemaError: naming what is wrong, in words a correction prompt can use.
+    """
+    model = OUTPUT_MODELS[request.role]
+    try:
+        answer = model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
+            for e in exc.errors()[:10]
+        )
+        raise OutputSchemaError(
+            f"the answer does not match the {model.__name__} schema: {problems}"
+        ) from exc
+    if isinstance(answer, ComponentContract):
+        if answer.component_id != request.component_id:
+            raise OutputSchemaError(
+                f"the contract names component {answer.component_id!r}, expected "
+                f"{request.component_id!r}"
+            )
+        return {"interface.json": json.dumps(answer.model_dump(mode="json"), indent=2).encode()}
+    if isinstance(answer, TestSuiteOutput):
+        suite = ContractTestSuite(
+            component_id=request.component_id,
+            test_cases=answer.test_cases,
+            generated_code=answer.test_code,
+        )
+        return {
+            "tests/contract_test.py": answer.test_code.encode(),
+            "tests/contract_test_suite.json": suite.model_dump_json(indent=2).encode(),
+        }
+    assert isinstance(answer, ImplementationOutput)
+    if not answer.files:
+        raise OutputSchemaError("the answer has no files")
+    return {f"src/{path.lstrip('/')}": text.encode() for path, text in answer.files.items()}
+
+
+def phase_role(phase: Phase) -> Role:
+    from pact_workers.models.work import ROLE_FOR_PHASE
+
+    return ROLE_FOR_PHASE[phase]
