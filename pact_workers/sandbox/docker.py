@@ -26,6 +26,7 @@ How files move (nothing is shared with the host, no bind mount):
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import signal
@@ -70,6 +71,8 @@ __all__ = [
     "connect_from_env",
     "sweep_containers",
 ]
+
+log = logging.getLogger(__name__)
 
 #: Every sandbox container (and its workspace volume) carries ``pact-fleet=sandbox``.
 LABEL = "pact-fleet"
@@ -181,8 +184,13 @@ class DockerSandbox:
     def _attach(self, client: Any) -> None:
         self._client = client
         if self._sweep:
-            with docker_errors("sweeping leftover sandbox containers"):
-                sweep_containers(client, orphans_only=True)
+            # Housekeeping: a sweep that fails (a sibling removed a container first,
+            # the engine is busy) must never fail the attempt that triggered it.
+            try:
+                with docker_errors("sweeping leftover sandbox containers"):
+                    sweep_containers(client, orphans_only=True)
+            except SandboxError as exc:
+                log.warning("sweeping leftover sandbox containers failed: %s", exc)
 
     def client(self) -> Any:
         """The docker client, connecting (and sweeping) on first use."""
@@ -592,8 +600,13 @@ def sweep_containers(client: Any, *, orphans_only: bool = False) -> int:
         How many containers were removed.
     """
     removed = 0
-    for container in client.containers.list(all=True, filters={"label": f"{LABEL}={LABEL_VALUE}"}):
-        owner = (container.labels or {}).get(LABEL_OWNER, "")
+    # sparse: the labels come with the list itself; a full listing inspects every
+    # container and fails with 404 when a sibling removes one of them meanwhile.
+    listed = client.containers.list(
+        all=True, sparse=True, filters={"label": f"{LABEL}={LABEL_VALUE}"}
+    )
+    for container in listed:
+        owner = (container.attrs.get("Labels") or {}).get(LABEL_OWNER, "")
         if orphans_only and owner and _owner_alive(owner):
             continue
         try:
