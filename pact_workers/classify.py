@@ -60,7 +60,7 @@ NETWORK_ERRNOS = frozenset(
 )
 
 #: HTTP libraries whose every exception is a transport problem (seed: ``httpx.* -> TRANSIENT``).
-TRANSIENT_MODULES = ("httpx", "httpcore")
+TRANSIENT_MODULES = ("httpx", "httpcore", "httpx2", "httpcore2")
 
 #: Provider SDK exceptions (anthropic, openai) that a later call may not hit; matched by
 #: name so that the SDKs stay optional.

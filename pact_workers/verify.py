@@ -132,14 +132,23 @@ def run_contract_tests(
             "-q",
             "-p",
             "no:cacheprovider",
+            *[arg for plugin in environment.pytest_plugins for arg in ("-p", plugin)],
             f"--junitxml={report}",
             "-o",
             "junit_family=xunit1",
             TESTS_DIR,
         ],
         files=files,
+        # A verification is hermetic: only the plugins the environment names are loaded,
+        # not whatever else happens to be installed where the worker runs.
         environment=environment.model_copy(
-            update={"env_vars": {**environment.env_vars, "PYTHONDONTWRITEBYTECODE": "1"}}
+            update={
+                "env_vars": {
+                    **environment.env_vars,
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                }
+            }
         ),
         pythonpath=[SRC_DIR],
         timeout_s=timeout_s,

@@ -20,7 +20,7 @@ from pact_workers.models.work import Role
 AGENTS = ("replay", "noop", "anthropic", "openai", "command")
 Backend = Literal["anthropic", "openai", "command", "replay", "noop"]
 
-DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1"}
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
 
 
 class AgentConfig(BaseModel):

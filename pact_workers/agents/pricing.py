@@ -24,8 +24,17 @@ class Price(BaseModel):
     cache_read_per_mtok: float | None = Field(default=None, ge=0)
 
 
-#: Published list prices (USD per million tokens) of models a role is likely to use.
+#: List prices (USD per million tokens) of models a role is likely to use. A model id
+#: that is not here prices as the longest entry it starts with: the family entries
+#: ("claude-sonnet-4") assume a newer minor version keeps its family's price, which has
+#: held so far; set ``prices:`` in pact.yaml when it does not.
 PRICES: dict[str, Price] = {
+    "claude-sonnet-4": Price(
+        input_per_mtok=3.0, output_per_mtok=15.0, cache_write_per_mtok=3.75, cache_read_per_mtok=0.3
+    ),
+    "claude-haiku-4": Price(
+        input_per_mtok=1.0, output_per_mtok=5.0, cache_write_per_mtok=1.25, cache_read_per_mtok=0.1
+    ),
     "claude-opus-4-1": Price(
         input_per_mtok=15.0,
         output_per_mtok=75.0,

@@ -32,6 +32,11 @@ class EnvironmentSpec(BaseModel):
     env_vars: dict[str, str] = Field(
         default_factory=dict, description="Additional environment variables"
     )
+    pytest_plugins: list[str] = Field(
+        default_factory=list,
+        description="pytest plugins the contract tests may use (e.g. asyncio); no other "
+        "installed plugin is loaded into a verification",
+    )
 
     def path_value(self, parent_env: Mapping[str, str] | None = None) -> str:
         """The PATH this spec gives a subprocess: extra dirs first, then parent or minimal."""

@@ -121,3 +121,31 @@ def test_junit_parsing_counts_outcomes() -> None:
     r = parse_junit(xml)
     assert (r.total, r.passed, r.failed, r.errors, r.skipped) == (4, 1, 1, 1, 1)
     assert [f.test_id for f in r.failure_details] == ["t::b", "t::c"]
+
+
+def test_only_the_named_pytest_plugins_are_loaded() -> None:
+    """A plugin installed where the worker runs does not leak into a verification."""
+    probe = (
+        b"def test_plugins(pytestconfig):\n"
+        b"    plugins = pytestconfig.pluginmanager.get_plugins()\n"
+        b"    mods = {getattr(p, '__name__', '') for p in plugins}\n"
+        b"    assert 'pytest_timeout' not in mods\n"
+        b"    assert 'hypothesis.extra.pytestplugin' not in mods\n"
+    )
+    results, _ = run_contract_tests(
+        LocalSandbox(),
+        implementation={"src/adder.py": b"def add(a, b):\n    return a + b\n"},
+        tests={"tests/contract_test.py": probe},
+        environment=ENV,
+        timeout_s=60,
+    )
+    assert results.all_passed, results.failure_details
+    asks_for_timeout = ENV.model_copy(update={"pytest_plugins": ["pytest_timeout"]})
+    results, _ = run_contract_tests(
+        LocalSandbox(),
+        implementation={"src/adder.py": b"def add(a, b):\n    return a + b\n"},
+        tests={"tests/contract_test.py": probe},
+        environment=asks_for_timeout,
+        timeout_s=60,
+    )
+    assert not results.all_passed  # now it is loaded, as asked
