@@ -47,15 +47,17 @@ class WorkerRuntime:
     store: ArtifactStore
     leases: Leases
     client: Any
-    _agents: dict[tuple[str, tuple[tuple[str, str], ...]], Agent] = field(default_factory=dict)
+    _agents: dict[tuple[str, str, tuple[tuple[str, str], ...]], Agent] = field(default_factory=dict)
     _sandboxes: dict[str, Sandbox] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def agent(self, name: str, options: dict[str, str]) -> Agent:
-        key = (name, tuple(sorted(options.items())))
+    def agent(self, name: str, options: dict[str, str], sandbox: str) -> Agent:
+        """The run's agent; a command backend runs in the run's ``sandbox``."""
+        key = (name, sandbox, tuple(sorted(options.items())))
+        box = self.sandbox(sandbox)
         with self._lock:
             if key not in self._agents:
-                self._agents[key] = build_agent(name, options)
+                self._agents[key] = build_agent(name, options, sandbox=box)
             return self._agents[key]
 
     def sandbox(self, name: str) -> Sandbox:
@@ -65,12 +67,12 @@ class WorkerRuntime:
             return self._sandboxes[name]
 
 
-def build_agent(name: str, options: dict[str, str]) -> Agent:
+def build_agent(name: str, options: dict[str, str], *, sandbox: Sandbox | None = None) -> Agent:
     """The agent a task asks for. Options never carry secrets; keys come from the env."""
     from pact_workers.agents.factory import build_agent as build
 
     try:
-        return build(name, options)
+        return build(name, options, sandbox=sandbox)
     except InputError as exc:
         raise ValueError(f"this worker cannot build agent {name!r}: {exc}") from exc
 
@@ -121,7 +123,7 @@ def run_attempt(message: dict[str, Any]) -> str:
         try:
             result = execute_task(
                 task,
-                agent=rt.agent(task.agent, dict(task.agent_options)),
+                agent=rt.agent(task.agent, dict(task.agent_options), task.sandbox),
                 sandbox=rt.sandbox(task.sandbox),
                 store=rt.store,
             )

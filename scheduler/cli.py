@@ -474,6 +474,10 @@ def submit(
     sandbox: Annotated[
         str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox the workers use: local or docker")
     ] = "local",
+    settings: Annotated[
+        Path | None,
+        typer.Option(help="A pact.yaml whose agents: and prices: configure every run's agent"),
+    ] = None,
 ) -> None:
     """Submit trees to the scheduler service; each becomes a run with an id.
 
@@ -487,6 +491,7 @@ def submit(
             agent=agent,
             replay_dir=replay_dir,
             sandbox=sandbox,
+            settings_path=settings,
         )
     except InputError as exc:
         raise _bad_input(exc) from exc

@@ -49,9 +49,16 @@ EXAMPLE = "calculator"
 
 
 def make_agent(
-    name: str, *, replay_dir: Path | None, settings: Settings | None = None
+    name: str,
+    *,
+    replay_dir: Path | None,
+    settings: Settings | None = None,
+    sandbox: Sandbox | None = None,
 ) -> tuple[Agent, dict[str, str]]:
-    """The agent ``name`` and the options a run records for it (never secrets)."""
+    """The agent ``name`` and the options a run records for it (never secrets).
+
+    ``sandbox`` is the run's: a ``command`` backend runs its agent there.
+    """
     if name not in AGENTS:
         raise InputError(f"unknown agent {name!r}; choose one of: {', '.join(AGENTS)}")
     if name == "replay":
@@ -59,12 +66,14 @@ def make_agent(
             raise InputError("--agent replay needs --replay-dir DIR (a directory of artifacts)")
         if not replay_dir.is_dir():
             raise InputError(f"--replay-dir {replay_dir}: no such directory")
+    settings = settings or Settings()
     options = agent_options(
         name,
-        (settings or Settings()).agents,
+        settings.agents,
         replay_dir=str(replay_dir.resolve()) if replay_dir else None,
+        prices=settings.prices,
     )
-    return build_agent(name, options), options
+    return build_agent(name, options, sandbox=sandbox), options
 
 
 def make_sandbox(name: str) -> Sandbox:
@@ -103,8 +112,10 @@ def run_tree(
             "or choose another directory"
         )
     settings = load_settings(project.settings_path)
-    agent, options = make_agent(agent_name, replay_dir=replay_dir, settings=settings)
     sandbox = make_sandbox(sandbox_name)
+    agent, options = make_agent(
+        agent_name, replay_dir=replay_dir, settings=settings, sandbox=sandbox
+    )
     if sandbox_name == "local":  # a container's tools are checked in its image, per run
         _check_environment(settings)
     start_run(
@@ -261,13 +272,13 @@ def resume_run(
     state, _ = load_state(project)
     settings = load_settings(project.settings_path)
     new_agent: tuple[str, dict[str, str]] | None = None
+    sandbox = make_sandbox(sandbox_name)
     if agent_name is None and replay_dir is None:
-        agent = build_agent(state.agent or "replay", dict(state.agent_options))
+        agent = build_agent(state.agent or "replay", dict(state.agent_options), sandbox=sandbox)
     else:
         name = agent_name or state.agent or "replay"
-        agent, options = make_agent(name, replay_dir=replay_dir, settings=settings)
+        agent, options = make_agent(name, replay_dir=replay_dir, settings=settings, sandbox=sandbox)
         new_agent = (name, options)
-    sandbox = make_sandbox(sandbox_name)
     if sandbox_name == "local":
         _check_environment(settings)
     problems = state_json_problems(project_dir=project_dir)
@@ -541,7 +552,13 @@ def submit_batch(
     agent: str,
     replay_dir: Path | None,
     sandbox: str = "local",
+    settings_path: Path | None = None,
 ) -> tuple[list[RunEntry], list[str]]:
+    """Queue ``trees`` as runs; ``settings_path``: a pact.yaml whose ``agents:`` and
+    ``prices:`` configure the agent of every run (nothing else of it applies)."""
+    if settings_path is not None and not settings_path.is_file():
+        raise InputError(f"--settings {settings_path}: no such file")
+    settings = load_settings(settings_path) if settings_path else Settings()
     if agent == "replay":
         if replay_dir is None:
             raise InputError("--agent replay needs --replay-dir DIR (a directory of artifacts)")
@@ -553,7 +570,10 @@ def submit_batch(
     if sandbox not in SANDBOXES:
         raise InputError(f"unknown sandbox {sandbox!r}; choose one of: {', '.join(SANDBOXES)}")
     options = agent_options(
-        agent, Settings().agents, replay_dir=str(replay_dir.resolve()) if replay_dir else None
+        agent,
+        settings.agents,
+        replay_dir=str(replay_dir.resolve()) if replay_dir else None,
+        prices=settings.prices,
     )
     client = redis_from_url(check_redis_url(broker_url))
     try:

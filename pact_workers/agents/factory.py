@@ -9,13 +9,18 @@ process that calls the provider (the worker), never from the run.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.agents.base import Agent, AgentOutput, AgentRequest
+from pact_workers.agents.pricing import Price
 from pact_workers.errors import InputError
 from pact_workers.models.work import Role
+
+if TYPE_CHECKING:
+    from pact_workers.sandbox.base import Sandbox
 
 AGENTS = ("replay", "noop", "anthropic", "openai", "command")
 Backend = Literal["anthropic", "openai", "command", "replay", "noop"]
@@ -40,6 +45,10 @@ class AgentConfig(BaseModel):
     argv: list[str] = Field(default_factory=list)
     network: bool = True
     timeout_s: float = Field(default=1800.0, gt=0)
+    #: command backend: a directory on each worker copied into every agent workspace.
+    files_dir: str | None = None
+    #: command backend: worker environment variables the command gets (besides the key).
+    env_passthrough: list[str] = Field(default_factory=list)
 
 
 class AgentsSettings(BaseModel):
@@ -65,9 +74,17 @@ class AgentsSettings(BaseModel):
 
 
 def agent_options(
-    name: str, agents: AgentsSettings, *, replay_dir: str | None = None
+    name: str,
+    agents: AgentsSettings,
+    *,
+    replay_dir: str | None = None,
+    prices: Mapping[str, Price] | None = None,
 ) -> dict[str, str]:
-    """The options a run records for ``name`` (and sends to every worker)."""
+    """The options a run records for ``name`` (and sends to every worker).
+
+    ``prices`` (``pact.yaml``'s ``prices:``) travel with the run, so that every worker
+    prices its calls the same way.
+    """
     if name == "replay":
         return {"replay_dir": replay_dir} if replay_dir else {}
     if name == "noop":
@@ -77,11 +94,18 @@ def agent_options(
         for role in Role
         if role is not Role.TRACE_ANALYST
     }
-    return {"roles": json.dumps(roles, sort_keys=True)}
+    options = {"roles": json.dumps(roles, sort_keys=True)}
+    if prices:
+        table = {model: price.model_dump(mode="json") for model, price in prices.items()}
+        options["prices"] = json.dumps(table, sort_keys=True)
+    return options
 
 
-def build_agent(name: str, options: dict[str, str]) -> Agent:
+def build_agent(name: str, options: dict[str, str], *, sandbox: Sandbox | None = None) -> Agent:
     """The agent for a run's ``agent`` and ``agent_options``.
+
+    ``sandbox`` is where a ``command`` backend runs its agent: the run's own sandbox
+    (without one, the command agent builds the one ``PACT_SANDBOX`` names).
 
     Raises:
         InputError: an unknown agent or malformed options.
@@ -101,9 +125,14 @@ def build_agent(name: str, options: dict[str, str]) -> Agent:
     try:
         raw = json.loads(options.get("roles", "{}"))
         configs = {Role(role): AgentConfig.model_validate(cfg) for role, cfg in raw.items()}
-    except (ValueError, ValidationError) as exc:
+        prices = {
+            model: Price.model_validate(price)
+            for model, price in json.loads(options.get("prices", "{}")).items()
+        }
+    except (ValueError, AttributeError, ValidationError) as exc:
         raise InputError(f"agent options for {name!r} are malformed: {exc}") from exc
-    return RoutedAgent({role: _backend_agent(cfg) for role, cfg in configs.items()}, name=name)
+    agents = {role: _backend_agent(cfg, prices, sandbox) for role, cfg in configs.items()}
+    return RoutedAgent(agents, name=name)
 
 
 class RoutedAgent:
@@ -120,24 +149,23 @@ class RoutedAgent:
         return agent.produce(request)
 
 
-def _backend_agent(config: AgentConfig) -> Agent:
+def _backend_agent(
+    config: AgentConfig, prices: Mapping[str, Price], sandbox: Sandbox | None
+) -> Agent:
     from pact_workers.agents.llm import StructuredAgent
 
-    backend: Any
     if config.backend == "anthropic":
         from pact_workers.agents.anthropic import AnthropicBackend
 
-        backend = AnthropicBackend.from_config(config)
-        return StructuredAgent(backend)
+        return StructuredAgent(AnthropicBackend.from_config(config, prices=prices))
     if config.backend == "openai":
         from pact_workers.agents.openai import OpenAIBackend
 
-        backend = OpenAIBackend.from_config(config)
-        return StructuredAgent(backend)
+        return StructuredAgent(OpenAIBackend.from_config(config, prices=prices))
     if config.backend == "command":
         from pact_workers.agents.command import CommandAgent
 
-        return CommandAgent.from_config(config)
+        return CommandAgent.from_config(config, sandbox=sandbox)
     if config.backend == "noop":
         from pact_workers.agents.noop import NoopAgent
 

@@ -1,0 +1,636 @@
+"""The OpenAI(-compatible) backend: one Chat Completions call per answer.
+
+Any server that speaks the Chat Completions wire format can serve a role: OpenAI itself,
+or a local model server (``base_url: http://127.0.0.1:8000/v1``). The role's JSON schema
+goes out as the parameters of one function the model is forced to call (function calling
+is the structured-output feature OpenAI-compatible servers support most widely), and the
+call's arguments are the answer. Arguments that are not JSON come back as
+``Completion(data=None)`` so that :class:`~pact_workers.agents.llm.StructuredAgent` asks
+again; the correction goes after the previous assistant turn, so the model sees what it
+answered.
+
+Answers are streamed: a stream that sends nothing for ``idle_timeout_s`` is abandoned
+(TransientAgentError, no retry here: the scheduler backs off). The SDK's timeout is an
+httpx timeout whose ``read`` part applies to every socket read, so the read timeout is
+the idle timeout, however long the whole answer takes (SSE comment lines a server sends
+as keep-alives count as activity). An answer cut off at ``max_tokens`` is a
+PermanentAgentError: asking again would be cut off the same way. 408, 409, 429, 5xx and
+connection failures are retried here with capped exponential backoff (the SDK's own
+retries are off, so ``max_retries`` means what ``pact.yaml`` says), then reported as
+TransientAgentError; a bad request (a prompt over the context length included) is a
+PermanentAgentError; a rejected key, a missing permission, an unknown model or an
+exhausted quota is a SystemicAgentError, which pauses the run.
+
+The API key is read, when the first call is made, from the environment variable that
+``api_key_env`` names (default ``OPENAI_API_KEY``) of the process that calls the server;
+a server on the loopback interface may need none. The key never appears in an error
+message or a log line.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+from openai.types import CompletionUsage
+from openai.types.chat import (
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageParam,
+    ChatCompletionNamedToolChoiceParam,
+)
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity import wait_exponential_jitter as _wait_exponential_jitter
+
+from pact_workers.agents.factory import DEFAULT_MODELS, AgentConfig
+from pact_workers.agents.llm import Completion
+from pact_workers.agents.pricing import Price, usage_for
+from pact_workers.agents.roles import Prompt
+from pact_workers.errors import (
+    AgentError,
+    InputError,
+    PermanentAgentError,
+    SystemicAgentError,
+    TransientAgentError,
+)
+from pact_workers.models.work import Role, Usage
+
+__all__ = ["DEFAULT_BASE_URL", "LOCAL_PLACEHOLDER_KEY", "OpenAIBackend"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+#: Sent as the key to a loopback server when no key is set (most local servers want none,
+#: and the SDK refuses to send a request without one).
+LOCAL_PLACEHOLDER_KEY = "pact-local-no-key"
+#: Backoff between the backend's own retries: base * 2^n plus up to ``base`` of jitter.
+BACKOFF_BASE_S = 1.0
+BACKOFF_CAP_S = 30.0
+#: A server that has not accepted the connection within this is unreachable, not slow.
+CONNECT_TIMEOUT_S = 10.0
+#: HTTP statuses worth asking again (the SDK's own retry set).
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+_SECRET_LIKE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}")
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
+
+
+class _Retryable(TransientAgentError):
+    """A failure this backend retries itself before it reports a TransientAgentError."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+@dataclass
+class _Answer:
+    """What one call returned, whether streamed or not."""
+
+    arguments: str | None = None  # the forced function call's arguments, as sent
+    content: str = ""  # plain text the model sent instead (or besides)
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    finish_reason: str | None = None
+    usage: CompletionUsage | None = None
+
+    @property
+    def text(self) -> str:
+        return self.arguments if self.arguments is not None else self.content
+
+
+@dataclass
+class _Conversation:
+    """This thread's exchange for one prompt, kept so that a correction follows it."""
+
+    prompt: Prompt
+    messages: list[ChatCompletionMessageParam] = field(default_factory=list)
+
+
+class OpenAIBackend:
+    """An :class:`~pact_workers.agents.llm.LLMBackend` over the official ``openai`` SDK.
+
+    One backend serves one role and may be called from many threads at once (the local
+    executor runs attempts in a thread pool): the HTTP client is shared, the conversation
+    a correction continues is kept per thread.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        max_tokens: int = 16_000,
+        idle_timeout_s: float = 120.0,
+        request_timeout_s: float = 1800.0,
+        max_retries: int = 4,
+        stream: bool = True,
+        prices: Mapping[str, Price] | None = None,
+        backoff_base_s: float = BACKOFF_BASE_S,
+        backoff_cap_s: float = BACKOFF_CAP_S,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """
+        Args:
+            model: The model id the server knows.
+            base_url: The server's ``/v1`` URL; default ``OPENAI_BASE_URL`` or OpenAI's.
+            api_key_env: The environment variable holding the key (``OPENAI_API_KEY``).
+            max_tokens: The answer's token limit.
+            idle_timeout_s: Streaming: abandon a stream that sends nothing for this long.
+            request_timeout_s: Without streaming: the longest a whole answer may take.
+            max_retries: Retries of transient failures (408, 409, 429, 5xx, connection).
+            stream: Stream the answer (the idle timeout needs it).
+            prices: Prices that override the built-in table (``pact.yaml`` ``prices:``).
+            backoff_base_s: First retry's delay; it doubles per retry.
+            backoff_cap_s: The longest delay between retries.
+            sleep: How to wait between retries (tests pass a recorder).
+
+        Raises:
+            InputError: a base URL that is not http(s), or an empty model id.
+        """
+        if not model:
+            raise InputError("agents: the openai backend needs a model id (model: ...)")
+        self.model = model
+        self.base_url = _resolve_base_url(base_url)
+        self.api_key_env = api_key_env or DEFAULT_KEY_ENV
+        self.max_tokens = max_tokens
+        self.idle_timeout_s = idle_timeout_s
+        self.request_timeout_s = request_timeout_s
+        self.max_retries = max_retries
+        self.stream = stream
+        self.prices: dict[str, Price] = dict(prices or {})
+        self.backoff_base_s = backoff_base_s
+        self.backoff_cap_s = backoff_cap_s
+        self._sleep = sleep
+        self._client: openai.OpenAI | None = None
+        self._key: str | None = None
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    @classmethod
+    def from_config(
+        cls,
+        config: AgentConfig,
+        *,
+        stream: bool = True,
+        backoff_base_s: float = BACKOFF_BASE_S,
+        backoff_cap_s: float = BACKOFF_CAP_S,
+        prices: Mapping[str, Price] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> OpenAIBackend:
+        """The backend a role's ``pact.yaml`` configuration describes; the keywords are
+        what :class:`AgentConfig` does not hold (``prices`` from ``pact.yaml`` ``prices:``).
+
+        Nothing is sent and no key is read here: the key lives where the calls are made
+        (a worker), which need not be the machine that builds the run.
+
+        Raises:
+            InputError: a base URL that is not http(s).
+        """
+        return cls(
+            model=config.model or DEFAULT_MODELS["openai"],
+            base_url=config.base_url,
+            api_key_env=config.api_key_env,
+            max_tokens=config.max_tokens,
+            idle_timeout_s=config.idle_timeout_s,
+            request_timeout_s=config.timeout_s,
+            max_retries=config.max_retries,
+            stream=stream,
+            prices=prices,
+            backoff_base_s=backoff_base_s,
+            backoff_cap_s=backoff_cap_s,
+            sleep=sleep,
+        )
+
+    # -- the LLMBackend protocol --------------------------------------------------------
+
+    def complete(
+        self,
+        prompt: Prompt,
+        *,
+        role: Role,
+        schema: dict[str, Any],
+        correction: str | None = None,
+    ) -> Completion:
+        """Ask once; a correction continues this thread's previous exchange for ``prompt``.
+
+        Raises:
+            TransientAgentError: a stalled stream, or transient failures past the retries.
+            PermanentAgentError: a bad request (e.g. the prompt exceeds the context).
+            SystemicAgentError: no key, a rejected key, no permission, an unknown model.
+        """
+        client = self._get_client()
+        conversation = self._conversation(prompt, correction)
+        function = f"submit_{role.value}"
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception_type(_Retryable),
+            reraise=True,
+            sleep=self._sleep,
+        )
+        try:
+            answer = retrying(
+                self._call_reporting, client, list(conversation.messages), function, schema
+            )
+        except _Retryable as exc:
+            raise TransientAgentError(
+                f"{exc} (gave up after {self.max_retries + 1} attempts)"
+            ) from exc
+        conversation.messages.extend(_assistant_turn(answer, function))
+        data = _parse_json(answer.text)
+        if data is None and answer.finish_reason == "length":
+            # Asking again would be cut off the same way, at the same price.
+            raise PermanentAgentError(
+                f"{self._where()}: the answer was cut off at max_tokens ({self.max_tokens}); "
+                "raise max_tokens for this role in pact.yaml or split the component"
+            )
+        if data is None:
+            log.warning(
+                "%s: the answer is not JSON (finish_reason %s, %d characters)",
+                self._where(),
+                answer.finish_reason,
+                len(answer.text),
+            )
+        return Completion(data=data, usage=self._usage(answer.usage), text=answer.text)
+
+    def close(self) -> None:
+        """Close the HTTP client (a new one is made if the backend is used again)."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> OpenAIBackend:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- calls ----------------------------------------------------------------------------
+
+    def _call_reporting(
+        self,
+        client: openai.OpenAI,
+        messages: list[ChatCompletionMessageParam],
+        function: str,
+        schema: dict[str, Any],
+    ) -> _Answer:
+        """One request, its SDK errors translated into the project's."""
+        try:
+            return self._call(client, messages, function, schema)
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from _scrubbed(exc, self._key)
+        except openai.APITimeoutError as exc:
+            if _cause_name(exc) in {"ConnectTimeout", "PoolTimeout"}:
+                raise _Retryable(f"{self._where()}: cannot connect (timed out)") from exc
+            waited = self.idle_timeout_s if self.stream else self.request_timeout_s
+            what = "stream sent nothing" if self.stream else "answer did not arrive"
+            setting = "idle_timeout_s" if self.stream else "timeout_s"
+            raise TransientAgentError(
+                f"{self._where()}: the {what} for {waited:g} s ({setting}); abandoned it"
+            ) from exc
+        except openai.APIConnectionError as exc:
+            reason = _cause_name(exc) or "connection error"
+            raise _Retryable(f"{self._where()}: cannot reach the server ({reason})") from exc
+        except openai.APIError as exc:  # an error event inside a stream: no status code
+            message = _redact(str(exc), self._key)
+            raise _Retryable(f"{self._where()}: the stream reported an error: {message}") from (
+                _scrubbed(exc, self._key)
+            )
+        except openai.OpenAIError as exc:
+            message = _redact(str(exc), self._key)
+            raise PermanentAgentError(f"{self._where()}: {message}") from _scrubbed(exc, self._key)
+
+    def _call(
+        self,
+        client: openai.OpenAI,
+        messages: list[ChatCompletionMessageParam],
+        function: str,
+        schema: dict[str, Any],
+    ) -> _Answer:
+        tools: list[ChatCompletionFunctionToolParam] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": function,
+                    "description": "Submit your answer: the arguments are the answer itself.",
+                    "parameters": schema,
+                },
+            }
+        ]
+        choice: ChatCompletionNamedToolChoiceParam = {
+            "type": "function",
+            "function": {"name": function},
+        }
+        # OpenAI deprecated max_tokens (its reasoning models reject it); compatible
+        # servers all know max_tokens, not all of them max_completion_tokens.
+        official = _is_openai(self.base_url)
+        max_completion_tokens = self.max_tokens if official else openai.omit
+        max_tokens = openai.omit if official else self.max_tokens
+        if not self.stream:
+            completion = client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                tools=tools,
+                tool_choice=choice,
+                timeout=openai.Timeout(
+                    self.request_timeout_s, connect=min(CONNECT_TIMEOUT_S, self.request_timeout_s)
+                ),
+                max_tokens=max_tokens,
+                max_completion_tokens=max_completion_tokens,
+            )
+            answer = _Answer(usage=completion.usage)
+            if completion.choices:
+                first = completion.choices[0]
+                answer.finish_reason = first.finish_reason
+                message = first.message
+                answer.content = message.content or message.refusal or ""
+                for call in message.tool_calls or []:
+                    if call.type == "function" and (
+                        answer.arguments is None or call.function.name == function
+                    ):
+                        answer.arguments = call.function.arguments
+                        answer.tool_call_id = call.id
+                        answer.tool_name = call.function.name
+            return answer
+        stream = client.chat.completions.create(
+            model=self.model,
+            messages=messages,
+            tools=tools,
+            tool_choice=choice,
+            stream=True,
+            stream_options={"include_usage": True},
+            # The read timeout is the idle timeout: it runs from one received byte to
+            # the next, so a stream that goes quiet fails after idle_timeout_s.
+            timeout=openai.Timeout(
+                self.idle_timeout_s, connect=min(CONNECT_TIMEOUT_S, self.idle_timeout_s)
+            ),
+            max_tokens=max_tokens,
+            max_completion_tokens=max_completion_tokens,
+        )
+        answer = _Answer()
+        calls: dict[int, dict[str, Any]] = {}
+        content: list[str] = []
+        with stream:
+            for chunk in stream:
+                if chunk.usage is not None:
+                    answer.usage = chunk.usage
+                for part in chunk.choices:
+                    if part.index != 0:
+                        continue
+                    if part.finish_reason is not None:
+                        answer.finish_reason = part.finish_reason
+                    delta = part.delta
+                    content.append(delta.content or delta.refusal or "")
+                    for call_delta in delta.tool_calls or []:
+                        acc = calls.setdefault(
+                            call_delta.index, {"id": None, "name": "", "arguments": []}
+                        )
+                        acc["id"] = call_delta.id or acc["id"]
+                        if call_delta.function is not None:
+                            acc["name"] += call_delta.function.name or ""
+                            acc["arguments"].append(call_delta.function.arguments or "")
+        answer.content = "".join(content)
+        chosen = [c for c in calls.values() if c["name"] == function] or list(calls.values())
+        if chosen:
+            answer.arguments = "".join(chosen[0]["arguments"])
+            answer.tool_call_id = chosen[0]["id"]
+            answer.tool_name = chosen[0]["name"] or function
+        return answer
+
+    def _status_error(self, exc: openai.APIStatusError) -> AgentError:
+        """The project's error for an HTTP error status (retried when ``_Retryable``)."""
+        status = exc.status_code
+        code = exc.code or ""
+        detail = f"HTTP {status}{f' {code}' if code else ''}: {_error_message(exc, self._key)}"
+        where = self._where()
+        if status == 429 and code == "insufficient_quota":
+            return SystemicAgentError(
+                f"{where}: the account has no quota left ({detail}); add credit or use "
+                "another key or model"
+            )
+        if status in RETRY_STATUSES or status >= 500:
+            return _Retryable(f"{where}: {detail}", retry_after_s=_retry_after_s(exc))
+        if status == 401:
+            return SystemicAgentError(
+                f"{where}: the server rejected the API key from ${self.api_key_env} ({detail}); "
+                f"set a valid key in {self.api_key_env} (or name another variable with "
+                "api_key_env in pact.yaml)"
+            )
+        if status == 403:
+            return SystemicAgentError(
+                f"{where}: the key from ${self.api_key_env} may not use this model or endpoint "
+                f"({detail}); grant access or choose another model in pact.yaml"
+            )
+        if status == 404:
+            return SystemicAgentError(
+                f"{where}: model {self.model!r} or the chat completions endpoint does not exist "
+                f"there ({detail}); check model and base_url under agents: in pact.yaml"
+            )
+        text = detail.lower()
+        if code == "context_length_exceeded" or re.search(r"context[ _]length", text):
+            return PermanentAgentError(
+                f"{where}: the prompt does not fit the model's context ({detail}); use a model "
+                "with a longer context, a smaller max_tokens or a smaller component"
+            )
+        return PermanentAgentError(f"{where}: the server refused the request ({detail})")
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Seconds before the next try: what the server asked for, else capped backoff."""
+        outcome = state.outcome
+        failure = outcome.exception() if outcome is not None else None
+        if isinstance(failure, _Retryable) and failure.retry_after_s is not None:
+            return min(max(failure.retry_after_s, 0.0), self.backoff_cap_s)
+        backoff = _wait_exponential_jitter(
+            multiplier=self.backoff_base_s, max=self.backoff_cap_s, jitter=self.backoff_base_s
+        )
+        return float(backoff(state))
+
+    # -- state ----------------------------------------------------------------------------
+
+    def _get_client(self) -> openai.OpenAI:
+        with self._lock:
+            if self._client is None:
+                key = os.environ.get(self.api_key_env, "").strip()
+                if not key:
+                    if not _is_loopback(self.base_url):
+                        raise SystemicAgentError(
+                            f"{self._where()}: no API key: set the environment variable "
+                            f"{self.api_key_env} where the agents run (api_key_env in "
+                            "pact.yaml names another variable)"
+                        )
+                    key = LOCAL_PLACEHOLDER_KEY
+                self._key = key
+                self._client = openai.OpenAI(
+                    api_key=key,
+                    base_url=self.base_url,
+                    max_retries=0,  # retried here, where the retries are counted and logged
+                )
+            return self._client
+
+    def _conversation(self, prompt: Prompt, correction: str | None) -> _Conversation:
+        current: _Conversation | None = getattr(self._local, "conversation", None)
+        if correction is None or current is None or current.prompt != prompt:
+            current = _Conversation(
+                prompt,
+                [
+                    {"role": "system", "content": prompt.system},
+                    {"role": "user", "content": prompt.user},
+                ],
+            )
+            self._local.conversation = current
+        if correction is not None:
+            current.messages.append({"role": "user", "content": correction})
+        return current
+
+    def _usage(self, usage: CompletionUsage | None) -> Usage:
+        if usage is None:
+            log.warning(
+                "%s: the server reported no token usage; counting 0 tokens for this call",
+                self._where(),
+            )
+            return Usage()
+        details = usage.prompt_tokens_details
+        cached = min(max((details.cached_tokens or 0) if details else 0, 0), usage.prompt_tokens)
+        return usage_for(
+            self.model,
+            input_tokens=usage.prompt_tokens - cached,
+            output_tokens=usage.completion_tokens,
+            cache_read_tokens=cached,
+            overrides=self.prices,
+        )
+
+    def _where(self) -> str:
+        return f"openai model {self.model!r} at {_display_url(self.base_url)}"
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _assistant_turn(answer: _Answer, function: str) -> list[ChatCompletionMessageParam]:
+    """The messages that repeat ``answer`` to the model before a correction."""
+    if answer.arguments is None:
+        return [{"role": "assistant", "content": answer.content}]
+    call_id = answer.tool_call_id or "call_0"
+    return [
+        {
+            "role": "assistant",
+            "content": answer.content or None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {
+                        "name": answer.tool_name or function,
+                        "arguments": answer.arguments,
+                    },
+                }
+            ],
+        },
+        # A tool call must be answered before the conversation goes on.
+        {"role": "tool", "tool_call_id": call_id, "content": "Not accepted; see below."},
+    ]
+
+
+def _parse_json(text: str) -> Any:
+    """The JSON value of an answer (a fenced block too), or None when it is not JSON."""
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    if not stripped:
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return None
+
+
+def _resolve_base_url(base_url: str | None) -> str:
+    url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).strip()
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise InputError(
+            f"agents: base_url {_display_url(url)!r} is not an http(s) URL; "
+            "expected e.g. http://127.0.0.1:8000/v1"
+        )
+    return url.rstrip("/")
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _is_openai(url: str) -> bool:
+    return (urlsplit(url).hostname or "").endswith("api.openai.com")
+
+
+def _display_url(url: str) -> str:
+    """The URL without any user:password part."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _redact(text: str, key: str | None) -> str:
+    if key and key != LOCAL_PLACEHOLDER_KEY and len(key) >= 4:
+        text = text.replace(key, "[redacted]")
+    return _SECRET_LIKE.sub("[redacted]", text)
+
+
+def _scrubbed(exc: openai.OpenAIError, key: str | None) -> openai.OpenAIError:
+    """``exc`` with the key taken out of its message and body (a server may echo it):
+    it is chained to the error we raise, so tracebacks and logs print it."""
+    exc.args = tuple(_redact(a, key) if isinstance(a, str) else a for a in exc.args)
+    if isinstance(exc, openai.APIError):
+        exc.message = _redact(exc.message, key)
+        if isinstance(exc.body, dict) and isinstance(exc.body.get("message"), str):
+            exc.body = {**exc.body, "message": _redact(exc.body["message"], key)}
+    return exc
+
+
+def _error_message(exc: openai.APIStatusError, key: str | None) -> str:
+    """The server's own words: the ``message`` of its error object, else the SDK's."""
+    body = exc.body
+    message = body.get("message") if isinstance(body, dict) else None
+    return _redact(message if isinstance(message, str) and message else exc.message, key)
+
+
+def _retry_after_s(exc: openai.APIStatusError) -> float | None:
+    headers = exc.response.headers
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) / scale
+        except ValueError:
+            continue  # an HTTP date: rare, and the backoff is a fine substitute
+    return None
+
+
+def _cause_name(exc: BaseException) -> str:
+    return type(exc.__cause__).__name__ if exc.__cause__ is not None else ""
