@@ -63,6 +63,7 @@ def execute_task(
             **fields,
         )
 
+    files: Bundle | None = None
     try:
         inputs = {name: store.get_bundle(d) for name, d in task.inputs.items()}
         progress("agent")
@@ -75,6 +76,7 @@ def execute_task(
                 attempt=task.attempt,
                 inputs=inputs,
                 feedback=tuple(task.feedback),
+                previous_outputs=_previous_outputs(task, store),
             )
         )
         usage = output.usage
@@ -89,10 +91,15 @@ def execute_task(
             error_type=TESTS_FAILED,
             error=exc.results.summary(),
             test_results=exc.results,
+            output=_keep_rejected(files, store),
         )
     except (VerificationError, ArtifactError) as exc:
         return result(
-            outcome="error", error_class=ErrorClass.PERMANENT, error_type=REJECTED, error=str(exc)
+            outcome="error",
+            error_class=ErrorClass.PERMANENT,
+            error_type=REJECTED,
+            error=str(exc),
+            output=_keep_rejected(files, store),
         )
     except Exception as exc:  # an attempt must always produce a result
         cls = classify_error(exc, {"component_id": task.component_id, "phase": task.phase.value})
@@ -103,6 +110,30 @@ def execute_task(
             outcome="error", error_class=cls, error_type=type(exc).__name__, error=message
         )
     return result(outcome="ok", output=digest, test_results=test_results)
+
+
+def _previous_outputs(task: TaskMessage, store: ArtifactStore) -> dict[int, Bundle]:
+    """The files the failed attempts in ``task.feedback`` wrote, where still stored."""
+    found: dict[int, Bundle] = {}
+    for note in task.feedback:
+        if note.output is None:
+            continue
+        try:
+            found[note.attempt] = store.get_bundle(note.output)
+        except ArtifactError:
+            log.warning("attempt %s's files are gone from the store", note.attempt)
+    return found
+
+
+def _keep_rejected(files: Bundle | None, store: ArtifactStore) -> str | None:
+    """Store a rejected attempt's files for the next attempt's prompt (best effort)."""
+    if not files:
+        return None
+    try:
+        return store.put_bundle(files)
+    except (ArtifactError, OSError) as exc:
+        log.warning("could not keep a rejected attempt's files: %s", exc)
+        return None
 
 
 class _TestsFailed(Exception):

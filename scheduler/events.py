@@ -75,6 +75,8 @@ class ItemFailed(_ItemEvent):
     duration_s: float = 0.0
     #: The policy's decision, recorded so that replaying the log needs no policy.
     decision: Literal["retry", "give_up", "pause"]
+    #: Digest of the files the rejected attempt wrote (in the artifact store), if any.
+    output: str | None = None
     retry_at: float | None = None
     #: Typed suspension while the item cannot proceed (seed 002): ``wild`` for a
     #: schema violation or a stalled agent, ``void`` for a contradiction (a cycle).

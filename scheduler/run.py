@@ -553,6 +553,7 @@ class RunController:
                 test_results=result.test_results,
                 usage=result.usage,
                 duration_s=result.duration_s,
+                output=result.output,
                 decision=decision.action,
                 retry_at=decision.retry_at,
                 suspension=decision.suspension,

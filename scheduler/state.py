@@ -254,6 +254,7 @@ def _failed(state: RunState, e: ItemFailed) -> None:
                 attempt=e.attempt,
                 summary=e.error,
                 failing_tests=[(f.test_id, f.error_message) for f in details],
+                output=e.output,
             )
         )
     item.suspension = e.suspension

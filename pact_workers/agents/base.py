@@ -28,6 +28,10 @@ class AgentRequest:
     attempt: int
     inputs: Mapping[str, Bundle] = field(default_factory=dict)
     feedback: tuple[FailureNote, ...] = ()
+    #: The files each failed attempt of ``feedback`` wrote, by attempt (when stored).
+    previous_outputs: Mapping[int, Bundle] = field(default_factory=dict)
+    #: The trace analyst's diagnosis of the last failure (when one is configured).
+    diagnosis: str = ""
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,23 @@ process that calls the provider (the worker), never from the run.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.agents.base import Agent, AgentOutput, AgentRequest
 from pact_workers.agents.pricing import Price
-from pact_workers.errors import InputError
-from pact_workers.models.work import Role
+from pact_workers.agents.roles import DIAGNOSIS_FILE, TraceDiagnosis
+from pact_workers.errors import InputError, PermanentAgentError
+from pact_workers.models.work import Role, Usage
 
 if TYPE_CHECKING:
     from pact_workers.sandbox.base import Sandbox
+
+log = logging.getLogger(__name__)
 
 AGENTS = ("replay", "noop", "anthropic", "openai", "command")
 Backend = Literal["anthropic", "openai", "command", "replay", "noop"]
@@ -89,10 +94,11 @@ def agent_options(
         return {"replay_dir": replay_dir} if replay_dir else {}
     if name == "noop":
         return {}
+    # The trace analyst is optional: only a run whose pact.yaml configures it has one.
     roles = {
         role.value: agents.for_role(role, name).model_dump(mode="json")
         for role in Role
-        if role is not Role.TRACE_ANALYST
+        if role is not Role.TRACE_ANALYST or agents.trace_analyst is not None
     }
     options = {"roles": json.dumps(roles, sort_keys=True)}
     if prices:
@@ -131,12 +137,25 @@ def build_agent(name: str, options: dict[str, str], *, sandbox: Sandbox | None =
         }
     except (ValueError, AttributeError, ValidationError) as exc:
         raise InputError(f"agent options for {name!r} are malformed: {exc}") from exc
+    analyst = configs.get(Role.TRACE_ANALYST)
+    if analyst is not None and analyst.backend not in ("anthropic", "openai"):
+        raise InputError(
+            f"agents.trace_analyst: backend {analyst.backend!r} cannot diagnose failures; "
+            "use anthropic or openai (or remove agents.trace_analyst from pact.yaml)"
+        )
     agents = {role: _backend_agent(cfg, prices, sandbox) for role, cfg in configs.items()}
     return RoutedAgent(agents, name=name)
 
 
 class RoutedAgent:
-    """One agent per role, each built from that role's configuration."""
+    """One agent per role, each built from that role's configuration.
+
+    With a trace analyst configured, a retry of an implementation (a request with
+    feedback) first asks the analyst why the last attempt failed, and the author's
+    prompt carries that diagnosis; both calls' usage counts for the attempt. A
+    diagnosis that cannot be had (a malformed or refused answer) is logged and the
+    author goes on without it; a transient or systemic error fails the attempt as usual.
+    """
 
     def __init__(self, agents: dict[Role, Agent], *, name: str) -> None:
         self.agents = agents
@@ -146,7 +165,23 @@ class RoutedAgent:
         agent = self.agents.get(request.role)
         if agent is None:
             raise InputError(f"no agent is configured for role {request.role.value!r}")
-        return agent.produce(request)
+        analyst = self.agents.get(Role.TRACE_ANALYST)
+        if analyst is None or request.role not in _DIAGNOSED or not request.feedback:
+            return agent.produce(request)
+        spent = Usage()
+        try:
+            answer = analyst.produce(replace(request, role=Role.TRACE_ANALYST))
+        except PermanentAgentError as exc:
+            log.warning("%s: no diagnosis of the failure: %s", request.component_id, exc)
+        else:
+            spent = answer.usage
+            diagnosis = TraceDiagnosis.model_validate_json(answer.files[DIAGNOSIS_FILE])
+            request = replace(request, diagnosis=diagnosis.as_text())
+        output = agent.produce(request)
+        return replace(output, usage=spent + output.usage)
+
+
+_DIAGNOSED = frozenset({Role.CODE_AUTHOR, Role.INTEGRATOR})
 
 
 def _backend_agent(

@@ -9,7 +9,9 @@ scheduler put in its inputs; the code author's inputs never hold test files.
 
 from __future__ import annotations
 
+import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -25,6 +27,8 @@ from pact_workers.models.testing import ContractTestSuite, TestCase
 from pact_workers.models.work import Phase, Role
 
 PROMPT_VERSION = "v1"
+#: Roles shown the contract as the tiered code-author context (test case names, no code).
+_SEES_TEST_CASES = frozenset({Role.CODE_AUTHOR, Role.TRACE_ANALYST})
 
 
 class TestSuiteOutput(BaseModel):
@@ -49,11 +53,33 @@ class ImplementationOutput(BaseModel):
     )
 
 
+class TraceDiagnosis(BaseModel):
+    """A trace analyst's answer: why an implementation failed and what to change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary: str = Field(min_length=1, description="One sentence: what went wrong")
+    root_cause: str = Field(min_length=1, description="The specific mistake, file and function")
+    suggested_fix: str = Field(min_length=1, description="What to change so the tests pass")
+    files: list[str] = Field(default_factory=list, description="Implementation files to change")
+
+    def as_text(self) -> str:
+        where = f"\nFiles: {', '.join(self.files)}" if self.files else ""
+        return (
+            f"Summary: {self.summary}\nRoot cause: {self.root_cause}\n"
+            f"Suggested fix: {self.suggested_fix}{where}"
+        )
+
+
+#: Where a trace analyst's answer is put among the files an agent returns.
+DIAGNOSIS_FILE = "diagnosis.json"
+
 OUTPUT_MODELS: dict[Role, type[BaseModel]] = {
     Role.CONTRACT_AUTHOR: ComponentContract,
     Role.TEST_AUTHOR: TestSuiteOutput,
     Role.CODE_AUTHOR: ImplementationOutput,
     Role.INTEGRATOR: ImplementationOutput,
+    Role.TRACE_ANALYST: TraceDiagnosis,
 }
 
 
@@ -86,7 +112,7 @@ def render_prompt(request: AgentRequest, *, version: str = PROMPT_VERSION) -> Pr
         sections.append("## Specification\n" + spec.decode())
     contract_files = request.inputs.get("contract", {})
     contract_raw = contract_files.get("interface.json")
-    if request.role is Role.CODE_AUTHOR and contract_raw is not None:
+    if request.role in _SEES_TEST_CASES and contract_raw is not None:
         suite = ContractTestSuite.model_validate_json(
             request.inputs.get("test_cases", {}).get("suite.json", b'{"component_id": "x"}')
         ).model_copy(update={"component_id": request.component_id})
@@ -101,19 +127,81 @@ def render_prompt(request: AgentRequest, *, version: str = PROMPT_VERSION) -> Pr
         sections.append(f"## Dependency source {path}\n```python\n{data.decode()}\n```")
     if request.feedback:
         sections.append(feedback_section(request))
+    if request.role is Role.TRACE_ANALYST:
+        sections.append("Diagnose why the last attempt failed; do not write the implementation.")
     return Prompt(system=system, user="\n\n".join(sections), version=version)
 
 
 def feedback_section(request: AgentRequest) -> str:
-    """What failed last time: the failing tests' names and messages, never their source."""
+    """What failed last time: the failing tests' names and messages (never their source),
+    what each failed attempt wrote or changed, and the trace analyst's diagnosis."""
     lines = ["## Your previous attempt failed verification"]
     for note in request.feedback:
         lines.append(f"Attempt {note.attempt}: {note.summary}")
         for test_id, message in note.failing_tests[:20]:
             first = message.strip().splitlines()[0] if message.strip() else "(no message)"
             lines.append(f"- {test_id}: {first[:300]}")
-    lines.append("Fix the implementation so that these pass; keep what already worked.")
+    lines.extend(changes_lines(request.previous_outputs))
+    if request.diagnosis:
+        lines.append("### Diagnosis of the failure (trace analyst)\n" + request.diagnosis.strip())
+    if request.role is not Role.TRACE_ANALYST:
+        lines.append("Fix it so that these pass; keep what already worked.")
     return "\n".join(lines)
+
+
+#: Lines of diff shown per failed attempt; the rest is cut (the model needs the gist).
+MAX_DIFF_LINES = 300
+
+
+def changes_lines(outputs: Mapping[int, Bundle]) -> list[str]:
+    """Per failed attempt, oldest first: the files it wrote (the first), then a unified
+    diff against the attempt before it, so that a retry sees what was already tried."""
+    lines: list[str] = []
+    before: Bundle = {}
+    previous = 0
+    for attempt in sorted(outputs):
+        files = outputs[attempt]
+        diff = bundle_diff(before, files)
+        if len(diff) > MAX_DIFF_LINES:
+            cut = len(diff) - MAX_DIFF_LINES
+            diff = [*diff[:MAX_DIFF_LINES], f"... ({cut} more lines not shown)"]
+        if previous:
+            title = f"### What attempt {attempt} changed (against attempt {previous})"
+        else:
+            title = f"### What attempt {attempt} wrote"
+        body = (
+            "\n".join(diff) if diff else "(the same files as the attempt before: nothing changed)"
+        )
+        lines.append(f"{title}\n```diff\n{body}\n```")
+        before, previous = files, attempt
+    return lines
+
+
+def bundle_diff(old: Bundle, new: Bundle) -> list[str]:
+    """A unified diff (lines without newlines) from ``old`` to ``new``, file by file."""
+    out: list[str] = []
+    for path in sorted(set(old) | set(new)):
+        a = _text_lines(old.get(path))
+        b = _text_lines(new.get(path))
+        if a == b:
+            continue
+        out.extend(
+            difflib.unified_diff(
+                a,
+                b,
+                fromfile=f"a/{path}" if path in old else "/dev/null",
+                tofile=f"b/{path}" if path in new else "/dev/null",
+                lineterm="",
+                n=2,
+            )
+        )
+    return out
+
+
+def _text_lines(data: bytes | None) -> list[str]:
+    if data is None:
+        return []
+    return data.decode("utf-8", errors="replace").splitlines()
 
 
 def files_from_output(request: AgentRequest, data: Any) -> Bundle:
@@ -150,6 +238,8 @@ def files_from_output(request: AgentRequest, data: Any) -> Bundle:
             "tests/contract_test.py": answer.test_code.encode(),
             "tests/contract_test_suite.json": suite.model_dump_json(indent=2).encode(),
         }
+    if isinstance(answer, TraceDiagnosis):
+        return {DIAGNOSIS_FILE: answer.model_dump_json(indent=2).encode()}
     assert isinstance(answer, ImplementationOutput)
     if not answer.files:
         raise OutputSchemaError("the answer has no files")

@@ -118,13 +118,15 @@ class Usage(BaseModel):
 
 
 class FailureNote(BaseModel):
-    """What a failed attempt tells the next one: failing tests' names and messages."""
+    """What a failed attempt tells the next one: failing tests' names and messages, and
+    the digest of the files it wrote (so that the next prompt can say what it changed)."""
 
     model_config = ConfigDict(frozen=True)
 
     attempt: int
     summary: str
     failing_tests: list[tuple[str, str]] = Field(default_factory=list)
+    output: str | None = None
 
 
 class TaskMessage(BaseModel):

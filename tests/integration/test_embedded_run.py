@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from pact_workers.agents.replay import ReplayAgent
+from pact_workers.agents.roles import render_prompt
 from pact_workers.models import ItemStatus, Phase
 from pact_workers.models.tree import load_tree
 from pact_workers.sandbox import LocalSandbox
@@ -95,6 +96,41 @@ def test_audit_log_shows_failed_then_passed_attempt_with_feedback(
     second = next(e for e in mine if isinstance(e, ItemDispatched) and e.attempt == 2)
     failing_ids = {f.test_id for f in failed.test_results.failure_details}
     assert second.feedback and {t for t, _ in second.feedback[0].failing_tests} == failing_ids
+
+
+def test_the_retry_sees_what_the_failed_attempt_wrote(example_run: tuple, example: Path) -> None:
+    """The rejected files are kept, and the second attempt's prompt shows them (its
+    own code, never the tests) beside the failing tests' names."""
+    _, agent, project = example_run
+    script = yaml.safe_load((example / "replay" / "replay.yaml").read_text())["script"]
+    flaky = next(c for c, phases in script.items() if "implement" in phases)
+    first_dir = example / "replay" / script[flaky]["implement"][1]["files"]
+    written = {
+        p.relative_to(first_dir).as_posix(): p.read_bytes()
+        for p in first_dir.rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+    events, _ = read_events(project.audit_path)
+    failed = next(
+        e
+        for e in events
+        if isinstance(e, ItemFailed) and (e.component_id, e.phase) == (flaky, Phase.IMPLEMENT)
+    )
+    assert failed.output is not None
+    assert project.store().get_bundle(failed.output) == written
+    retry = next(
+        c
+        for c in agent.calls
+        if (c.component_id, c.phase, c.attempt) == (flaky, Phase.IMPLEMENT, 2)
+    )
+    assert retry.feedback[0].output == failed.output
+    assert retry.previous_outputs == {1: written}
+    prompt = render_prompt(retry).user
+    assert "### What attempt 1 wrote" in prompt
+    source = written[f"src/{flaky}.py"].decode().splitlines()
+    assert all(f"+{line}" in prompt for line in source if line.strip())
+    tests = (example / "replay" / flaky / "tests" / "contract_test.py").read_text()
+    assert not any(line in prompt for line in tests.splitlines() if "def test_" in line)
 
 
 def test_audit_log_shows_the_transient_retry(example_run: tuple, example: Path) -> None:
