@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -312,8 +312,12 @@ class Fleet:
         concurrency: int = 2,
         lease_ttl_s: float | None = None,
         wait: bool = True,
+        env: Mapping[str, str] | None = None,
     ) -> Worker:
-        """Start ``pact worker`` for ``roles`` and (by default) wait until it is ready."""
+        """Start ``pact worker`` for ``roles`` and (by default) wait until it is ready.
+
+        ``env``: variables only this worker gets (the others and ``pact`` do not).
+        """
         args = [
             "worker",
             "--broker",
@@ -325,7 +329,9 @@ class Fleet:
         ]
         if lease_ttl_s is not None:
             args += ["--lease-ttl", str(lease_ttl_s)]
-        proc = Worker(name, pact_argv(*args), self._log_path(name), self.env(), roles)
+        proc = Worker(
+            name, pact_argv(*args), self._log_path(name), {**self.env(), **(env or {})}, roles
+        )
         self.procs.append(proc)
         if wait:
             proc.wait_ready()
