@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from pydantic import Field
 
 from pact_workers.agents.base import AgentRequest
 from pact_workers.agents.command import (
@@ -383,7 +382,7 @@ def test_only_the_named_environment_variables_reach_the_command_and_are_masked(
         "json.dump({n: os.environ.get(n) for n in names}, open('src/env.json', 'w'));"
         "sys.exit('leaking ' + os.environ['PACT_TEST_API_KEY']) if len(sys.argv) > 1 else None"
     )
-    config = FutureAgentConfig(
+    config = AgentConfig(
         backend="command",
         argv=[sys.executable, "-c", code],
         api_key_env="PACT_TEST_API_KEY",
@@ -405,17 +404,8 @@ def test_only_the_named_environment_variables_reach_the_command_and_are_masked(
 # -- construction -----------------------------------------------------------------------------
 
 
-class FutureAgentConfig(AgentConfig):
-    """AgentConfig with the fields the command backend reads once they exist."""
-
-    files_dir: str | None = None
-    env_passthrough: list[str] = Field(default_factory=list)
-
-
-def test_from_config_reads_files_dir_and_env_passthrough_when_the_fields_exist(
-    files_dir: Path, example: Path
-) -> None:
-    config = FutureAgentConfig(
+def test_from_config_reads_files_dir_and_env_passthrough(files_dir: Path, example: Path) -> None:
+    config = AgentConfig(
         backend="command",
         argv=fake_agent_argv(sys.executable),
         files_dir=str(files_dir),
