@@ -16,7 +16,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import redis
 
+from pact_workers.fleet import keys
 from scheduler.audit import read_events
 from scheduler.events import ItemDispatched, ItemSucceeded
 from scheduler.project import ProjectDir
@@ -190,3 +192,40 @@ def test_service_killed_mid_run_and_restarted(
         assert {e["state"] for e in entries} == {"completed"}, fleet.logs()
         for e in entries:
             check_applied_once(Path(str(e["project_dir"])))
+
+
+def test_submit_settings_give_every_queued_run_the_agents_and_prices(
+    redis_url: str, example: Path, tmp_path: Path
+) -> None:
+    """``pact submit --settings pact.yaml``: the runs' agent options carry its ``agents:``
+    and ``prices:``; a missing or malformed file queues nothing (exit 2)."""
+    trees = copies(example, tmp_path / "trees", 2)
+    settings = tmp_path / "pact.yaml"
+    settings.write_text(
+        "agents:\n  default: {backend: openai, model: house-7, base_url: 'http://gpu:8000/v1'}\n"
+        "prices:\n  house-7: {input_per_mtok: 1.5, output_per_mtok: 2.5}\n"
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("agents:\n  default: {backend: openai, modle: typo}\n")
+    client = redis.Redis.from_url(redis_url)
+    try:
+        missing = submit(redis_url, trees, example, "--agent", "openai", "--settings", "nope.yaml")
+        assert missing.returncode == 2 and "nope.yaml" in missing.stderr
+        malformed = submit(redis_url, trees, example, "--agent", "openai", "--settings", str(bad))
+        assert malformed.returncode == 2, malformed.stderr
+        assert "bad.yaml" in malformed.stderr and "modle" in malformed.stderr
+        assert client.xlen(keys.SUBMISSIONS) == 0
+        res = submit(redis_url, trees, example, "--agent", "openai", "--settings", str(settings))
+        assert res.returncode == 0, res.stderr
+        entries = client.xrange(keys.SUBMISSIONS)
+    finally:
+        client.close()
+    assert len(entries) == 2
+    for _, fields in entries:
+        sub = json.loads(fields[b"submission"])
+        assert sub["agent"] == "openai"
+        roles = json.loads(sub["agent_options"]["roles"])
+        assert {r["model"] for r in roles.values()} == {"house-7"}
+        assert {r["base_url"] for r in roles.values()} == {"http://gpu:8000/v1"}
+        prices = json.loads(sub["agent_options"]["prices"])
+        assert prices["house-7"]["input_per_mtok"] == 1.5
