@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 import redis
+import yaml
 
 from pact_workers.app import VISIBILITY_TIMEOUT_S
 from pact_workers.fleet import keys
@@ -67,14 +69,16 @@ ITEMS = 30
 # --------------------------------------------------------------------------- helpers
 
 
-def run_args(example: Path, project: Path, broker_url: str) -> list[str]:
+def run_args(
+    example: Path, project: Path, broker_url: str, *, replay: Path | None = None
+) -> list[str]:
     return [
         "run",
         str(example / "tree.json"),
         "--project",
         str(project),
         "--replay-dir",
-        str(example / "replay"),
+        str(replay or example / "replay"),
         "--executor",
         "celery",
         "--broker",
@@ -82,6 +86,24 @@ def run_args(example: Path, project: Path, broker_url: str) -> list[str]:
         "--workers",
         "4",
     ]
+
+
+#: What the replay agent waits before answering an implementer, so that a kill a random
+#: moment (up to 0.8 s) into an attempt lands while it runs, however fast verification is.
+IMPLEMENTER_LATENCY_S = 1.0
+
+
+def slow_implementations(example: Path, tmp_path: Path) -> Path:
+    """A copy of the example's replay directory whose implementers take a second."""
+    replay = tmp_path / "replay"
+    shutil.copytree(example / "replay", replay)
+    script = yaml.safe_load((replay / "replay.yaml").read_text())
+    script["latency_s"] = {
+        "code_author": IMPLEMENTER_LATENCY_S,
+        "integrator": IMPLEMENTER_LATENCY_S,
+    }
+    (replay / "replay.yaml").write_text(yaml.safe_dump(script))
+    return replay
 
 
 @contextmanager
@@ -345,6 +367,7 @@ def test_worker_killed_mid_implementation_ten_times(
 ) -> None:
     rng = random.Random(SEED)
     kills: list[Kill] = []
+    replay = slow_implementations(example, tmp_path)
     with Fleet(redis_url, tmp_path / "logs") as fleet, redis_client(redis_url) as client:
         authors = fleet.worker("authors", roles=AUTHOR_ROLES, concurrency=2)
         for i in range(KILLS):
@@ -352,10 +375,10 @@ def test_worker_killed_mid_implementation_ten_times(
             coder = fleet.worker(
                 f"coder{i}", roles=CODE_ROLES, concurrency=2, lease_ttl_s=KILLED_LEASE_TTL_S
             )
-            run = fleet.pact(*run_args(example, project, redis_url), name=f"run{i}")
+            run = fleet.pact(*run_args(example, project, redis_url, replay=replay), name=f"run{i}")
             run_id = wait_for_run_id(project, fleet=fleet, run=run)
             # Kill a random moment into the n-th implementation or integration attempt
-            # (the example runs 7 and 4, each for a second or more).
+            # (the example runs 7 and 4, each for a second or more: slow_implementations).
             target = wait_for_nth_start(
                 client,
                 run_id,
