@@ -21,6 +21,12 @@ from typing import Any
 import pytest
 import yaml
 
+from pact_workers.models.work import Phase
+from scheduler.audit import read_events
+from scheduler.events import ItemFailed
+from scheduler.project import ProjectDir
+from scheduler.rebuild import rebuild_state
+from scheduler.state import RunStatus
 from tests.conftest import REPO
 from tests.standins.openai_server import OpenAIStandIn, Served
 
@@ -158,3 +164,106 @@ def test_the_runs_cost_is_the_served_tokens_at_the_pact_yaml_prices(
     assert oracle_run.status["usage"]["cost_usd"] == pytest.approx(expected, rel=1e-9)
     by_phase = sum(oracle_run.status["spend_by_phase"].values())
     assert by_phase == pytest.approx(expected, rel=1e-9)
+
+
+@dataclass(frozen=True)
+class RetryRun:
+    project: Path
+    returncode: int
+    output: str
+    requests: list[dict[str, Any]]
+    served: list[Served]
+
+
+@pytest.fixture(scope="module")
+def retry_run(tmp_path_factory: pytest.TempPathFactory, example: Path) -> Iterator[RetryRun]:
+    """The example with the ``openai`` backend and a trace analyst, where the local
+    stand-in answers the evaluator's first implementation with the failing files the
+    replay script names (as in the demo) and diagnoses the failure when asked."""
+    root = tmp_path_factory.mktemp("openai-retry")
+    project = root / "project"
+    project.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "OPENAI_BASE_URL"}}
+    env.update({"COLUMNS": "200", "NO_COLOR": "1"})
+    with OpenAIStandIn(oracle_dir=example / "replay", first_attempts=True) as server:
+        backend = {"backend": "openai", "model": MODEL, "base_url": server.base_url}
+        settings = {
+            "backoff_base_s": 0.05,
+            "backoff_cap_s": 0.2,
+            "agents": {"default": backend, "trace_analyst": backend},
+            "prices": {MODEL: PRICES},
+        }
+        (project / "pact.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
+        run = pact(
+            "run",
+            str(example / "tree.json"),
+            "--project",
+            str(project),
+            "--agent",
+            "openai",
+            env=env,
+        )
+        assert server.errors == []
+        yield RetryRun(
+            project=project,
+            returncode=run.returncode,
+            output=run.stdout + run.stderr,
+            requests=[r.body for r in server.requests],
+            served=list(server.served),
+        )
+
+
+def _user_prompt(body: dict[str, Any]) -> str:
+    return next(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
+def test_a_retry_through_the_sdk_carries_the_failures_what_changed_and_a_diagnosis(
+    retry_run: RetryRun, example: Path
+) -> None:
+    """The evaluator's first implementation fails its tests; the trace analyst is asked
+    once, with the failing tests and the failed files; the code author's retry prompt
+    carries both and the diagnosis, never a line of the tests; the run completes."""
+    assert retry_run.returncode == 0, retry_run.output
+    events, _ = read_events(ProjectDir(retry_run.project).audit_path)
+    failed = [e for e in events if isinstance(e, ItemFailed)]
+    assert [(e.component_id, e.phase, e.attempt) for e in failed] == [
+        ("evaluator", Phase.IMPLEMENT, 1)
+    ]
+    assert failed[0].output is not None and failed[0].test_results is not None
+    failing = sorted({f.test_id for f in failed[0].test_results.failure_details})
+    assert failing
+    prompts = [
+        (served.role, _user_prompt(body))
+        for served, body in zip(retry_run.served, retry_run.requests, strict=True)
+        if served.component_id == "evaluator" and served.role in {"code_author", "trace_analyst"}
+    ]
+    assert [role for role, _ in prompts] == ["code_author", "trace_analyst", "code_author"]
+    (_, first), (_, analyst), (_, retry) = prompts
+    attempt_1 = (example / "replay/evaluator/attempts/implement-1/src/evaluator.py").read_text()
+    tests = (example / "replay/evaluator/tests/contract_test.py").read_text()
+    assert "previous attempt" not in first
+    for prompt in (analyst, retry):
+        assert all(f"- {test_id}: " in prompt for test_id in failing)
+        assert "### What attempt 1 wrote" in prompt
+        assert all(f"+{line}" in prompt for line in attempt_1.splitlines() if line.strip())
+        assert not [line for line in tests.splitlines() if "def test_" in line and line in prompt]
+    assert "### Diagnosis of the failure (trace analyst)" in retry
+    assert f"{len(failing)} contract tests fail: {', '.join(failing)}" in retry
+    state = rebuild_state(retry_run.project)
+    assert state.status is RunStatus.COMPLETED
+    assert state.item("evaluator", Phase.IMPLEMENT).attempt == 2
+
+
+def test_the_analysts_call_counts_in_the_runs_cost(retry_run: RetryRun) -> None:
+    expected = (
+        sum(
+            (s.prompt_tokens - s.cached_tokens) * PRICES["input_per_mtok"]
+            + s.cached_tokens * PRICES["cache_read_per_mtok"]
+            + s.completion_tokens * PRICES["output_per_mtok"]
+            for s in retry_run.served
+        )
+        / 1_000_000
+    )
+    assert any(s.role == "trace_analyst" for s in retry_run.served)
+    state = rebuild_state(retry_run.project)
+    assert state.usage.cost_usd == pytest.approx(expected, rel=1e-9)

@@ -22,6 +22,7 @@ Every request is recorded without its key; every answer's token counts are recor
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -32,13 +33,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 #: The first words of each role's system prompt (pact_workers/agents/prompts/<role>.v1.md).
 ROLE_BY_PROMPT = {
     "You are the contract author": "contract_author",
     "You are the test author": "test_author",
     "You are the code author": "code_author",
     "You are the integrator": "integrator",
+    "You are the trace analyst": "trace_analyst",
 }
+#: The heading of a retry's feedback section (pact_workers.agents.roles.feedback_section).
+RETRY_HEADING = "## Your previous attempt failed verification"
+#: A failing test as the feedback section lists it: ``- <test id>: <first line>``.
+_FAILING = re.compile(r"^- (\S+::\S+): ", re.MULTILINE)
 
 #: How many pieces a streamed answer's arguments are cut into.
 STREAM_PIECES = 3
@@ -142,10 +150,21 @@ class OpenAIStandIn:
         oracle_dir: Answer every request from this replay directory (oracle mode).
         api_key: Require this key (``Authorization: Bearer <key>``); a wrong one gets a
             401 whose message echoes what was sent, as a careless server might.
+        first_attempts: In oracle mode, answer an implementer's first attempt (a prompt
+            without a retry section) with the files ``replay.yaml`` scripts for attempt 1,
+            so that it fails as in the replay run; a trace analyst gets a diagnosis that
+            names the failing tests its prompt lists.
     """
 
-    def __init__(self, *, oracle_dir: Path | None = None, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        oracle_dir: Path | None = None,
+        api_key: str | None = None,
+        first_attempts: bool = False,
+    ) -> None:
         self.oracle_dir = oracle_dir
+        self.first_attempts = first_attempts
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
         self.served: list[Served] = []
@@ -214,9 +233,19 @@ class OpenAIStandIn:
         elif role == "test_author":
             test_code = (base / "tests" / "contract_test.py").read_text(encoding="utf-8")
             answer = {"test_code": test_code, "test_cases": []}
+        elif role == "trace_analyst":
+            failing = sorted(set(_FAILING.findall(user)))
+            answer = {
+                "summary": f"{len(failing)} contract tests fail: {', '.join(failing)}",
+                "root_cause": f"src/{cid}.py does not do what those tests check",
+                "suggested_fix": f"make src/{cid}.py satisfy {', '.join(failing)}",
+                "files": [f"src/{cid}.py"],
+            }
         else:
-            source = (base / "src" / f"{cid}.py").read_text(encoding="utf-8")
-            answer = {"files": {f"{cid}.py": source}}
+            first = self.first_attempts and RETRY_HEADING not in user
+            source = (self._first_attempt_dir(cid) if first else None) or base
+            text = (source / "src" / f"{cid}.py").read_text(encoding="utf-8")
+            answer = {"files": {f"{cid}.py": text}}
         arguments = json.dumps(answer)
         # Like a provider's prompt cache: a role's instructions are cached once seen.
         with self._lock:
@@ -229,6 +258,14 @@ class OpenAIStandIn:
             cached_tokens=cached,
         )
         return reply, cid, role
+
+    def _first_attempt_dir(self, cid: str) -> Path | None:
+        """The directory ``replay.yaml`` serves for ``cid``'s first implementation."""
+        assert self.oracle_dir is not None
+        script = yaml.safe_load((self.oracle_dir / "replay.yaml").read_text(encoding="utf-8"))
+        phases = (script.get("script") or {}).get(cid) or {}
+        step = (phases.get("implement") or phases.get("integrate") or {}).get(1) or {}
+        return self.oracle_dir / step["files"] if step.get("files") else None
 
 
 class _Handler(BaseHTTPRequestHandler):
