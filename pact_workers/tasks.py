@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -21,16 +22,17 @@ from typing import Any
 
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import task_received
+from celery.signals import task_received, worker_ready, worker_shutdown
 from pydantic import ValidationError
 
 from pact_workers.agents.base import Agent
-from pact_workers.app import TASK_NAMES, app, broker_url_from_env
+from pact_workers.app import QUEUES, TASK_NAMES, app, broker_url_from_env
 from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import InputError
+from pact_workers.fleet import keys
 from pact_workers.fleet.blobs import RedisBlobStore
 from pact_workers.fleet.connection import redis_from_url
-from pact_workers.fleet.leases import Leases
+from pact_workers.fleet.leases import Leases, heartbeat_worker
 from pact_workers.models.work import ErrorClass, ResultMessage, TaskMessage
 from pact_workers.runner import execute_task
 from pact_workers.sandbox.base import Sandbox
@@ -183,3 +185,80 @@ def _register(name: str) -> Callable[..., str]:
 
 #: The tasks, by role (``pact.contract_author``, ...).
 ROLE_TASKS = {role: _register(name) for role, name in TASK_NAMES.items()}
+
+
+# -- worker heartbeat -----------------------------------------------------------------------
+
+#: Seconds between two heartbeats of a worker process (``PACT_WORKER_HEARTBEAT_S``); the
+#: key lives three of them, so a killed worker drops out of ``pact workers`` that fast.
+HEARTBEAT_S = 5.0
+
+
+class WorkerHeartbeat:
+    """Keeps ``pact:worker:<id>`` alive while this Celery worker runs (its main process)."""
+
+    def __init__(self, worker_id: str, info: dict[str, Any], interval_s: float) -> None:
+        self.worker_id = worker_id
+        self.info = info
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="pact-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop beating and remove the key: a worker that stops cleanly is gone at once."""
+        self._stop.set()
+        self._thread.join(self.interval_s + 5)
+        try:
+            runtime().client.delete(keys.worker(self.worker_id))
+        except Exception:  # the key expires on its own
+            log.warning("could not remove the heartbeat of %s", self.worker_id)
+
+    def _beat(self) -> None:
+        while True:
+            try:
+                heartbeat_worker(
+                    runtime().client, self.worker_id, self.info, ttl_s=3 * self.interval_s
+                )
+            except Exception:  # Redis away: the next beat tries again
+                log.warning("worker heartbeat failed", exc_info=True)
+            if self._stop.wait(self.interval_s):
+                return
+
+
+_heartbeat: WorkerHeartbeat | None = None
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def start_heartbeat(sender: Any = None, **_: Any) -> None:
+    """Announce this worker: its roles (the queues it consumes), host, pid, concurrency."""
+    global _heartbeat
+    if sender is None or _heartbeat is not None:
+        return
+    try:
+        consumed = set(sender.app.amqp.queues.consume_from)  # what -Q selected
+        roles = sorted(role for role, queue in QUEUES.items() if queue in consumed)
+        info = {
+            "roles": roles,
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+            "concurrency": getattr(sender.controller, "concurrency", None)
+            if hasattr(sender, "controller")
+            else None,
+            "started_at": time.time(),
+        }
+        interval = float(os.environ.get("PACT_WORKER_HEARTBEAT_S", HEARTBEAT_S))
+        _heartbeat = WorkerHeartbeat(str(sender.hostname), info, interval)
+        _heartbeat.start()
+    except Exception:  # being listed is for operators; never stop a worker over it
+        log.warning("could not start the worker heartbeat", exc_info=True)
+
+
+@worker_shutdown.connect  # type: ignore[untyped-decorator]
+def stop_heartbeat(**_: Any) -> None:
+    global _heartbeat
+    if _heartbeat is not None:
+        _heartbeat.stop()
+        _heartbeat = None

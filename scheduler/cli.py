@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -174,6 +175,8 @@ def run(
     ] = None,
 ) -> None:
     """Run every component of TREE through contract, test and implementation."""
+    if executor == "celery" and broker:
+        _warn_about_the_fleet(broker)
     try:
         with _progress() as progress:
             state = commands.run_tree(
@@ -191,6 +194,12 @@ def run(
         raise _bad_input(exc) from exc
     _print_summary(state, project)
     raise typer.Exit(_exit_for(state))
+
+
+def _warn_about_the_fleet(broker: str) -> None:
+    warning = commands.fleet_warning(broker)
+    if warning:
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -500,6 +509,37 @@ def submit(
     for error in errors:
         err.print(f"[bold red]rejected:[/] {error}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_BAD_INPUT if errors else EXIT_OK)
+
+
+@app.command()
+def workers(
+    broker: BrokerOption,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """List the fleet's live workers (their heartbeats) and the roles none serves."""
+    try:
+        found = commands.fleet_workers(broker)
+    except InputError as exc:
+        raise _bad_input(exc) from exc
+    missing = commands.roles_without_workers(found)
+    if as_json:
+        out.print_json(json.dumps({"workers": found, "roles_without_workers": missing}))
+        raise typer.Exit(EXIT_OK)
+    table = Table("worker", "roles", "host", "pid", "concurrency", "last heartbeat")
+    now = time.time()
+    for worker_id, info in sorted(found.items()):
+        table.add_row(
+            worker_id,
+            ", ".join(info.get("roles", [])),
+            str(info.get("hostname", "")),
+            str(info.get("pid", "")),
+            str(info.get("concurrency") or ""),
+            f"{now - float(info.get('heartbeat_at', now)):.0f} s ago",
+        )
+    out.print(table)
+    if missing:
+        err.print(f"[yellow]no live worker serves:[/] {', '.join(missing)}", highlight=False)
+    raise typer.Exit(EXIT_OK)
 
 
 @app.command()

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from pact_workers.agents.base import Agent
 from pact_workers.agents.factory import AGENTS, agent_options, build_agent
@@ -404,7 +405,10 @@ def doctor_checks(
         )
     checks += _docker_checks(env, required=sandbox == "docker")
     if broker_url:
-        checks.append(_redis_check(broker_url))
+        redis_check = _redis_check(broker_url)
+        checks.append(redis_check)
+        if redis_check[2]:
+            checks.append(_workers_check(broker_url))
     return checks
 
 
@@ -467,6 +471,60 @@ def _docker_checks(env: EnvironmentSpec, *, required: bool) -> list[Check]:
         return out
     finally:
         client.close()
+
+
+#: The roles a run dispatches to (the trace analyst runs inside an implementer's attempt).
+PIPELINE_ROLES = ("contract_author", "test_author", "code_author", "integrator")
+
+
+def fleet_workers(broker_url: str) -> dict[str, dict[str, Any]]:
+    """The live workers of the fleet (their heartbeats): worker id -> what they report.
+
+    Raises:
+        InputError: a malformed broker URL.
+    """
+    from pact_workers.fleet.leases import live_workers
+
+    client = redis_from_url(check_redis_url(broker_url), retry_s=2)
+    try:
+        return live_workers(client)
+    finally:
+        client.close()
+
+
+def roles_without_workers(workers: dict[str, dict[str, Any]]) -> list[str]:
+    served = {role for info in workers.values() for role in info.get("roles", [])}
+    return [role for role in PIPELINE_ROLES if role not in served]
+
+
+def fleet_warning(broker_url: str) -> str | None:
+    """What a run on the fleet will wait for: roles no live worker serves (None: all are
+    served, or the fleet cannot be asked; the run itself reports an unreachable Redis)."""
+    try:
+        missing = roles_without_workers(fleet_workers(broker_url))
+    except Exception:
+        return None
+    if not missing:
+        return None
+    return (
+        f"no live worker serves {', '.join(missing)}: the run waits until one does "
+        f"(start `pact worker --roles {','.join(missing)} --broker URL`)"
+    )
+
+
+def _workers_check(broker_url: str) -> Check:
+    workers = fleet_workers(broker_url)
+    missing = roles_without_workers(workers)
+    if not workers:
+        detail = "none: start `pact worker --broker URL` (every role by default)"
+    elif missing:
+        detail = (
+            f"{len(workers)} live; no worker serves {', '.join(missing)}: start "
+            f"`pact worker --roles {','.join(missing)} --broker URL`"
+        )
+    else:
+        detail = f"{len(workers)} live, every role served"
+    return ("redis", "fleet workers", not missing, detail)
 
 
 def _redis_check(broker_url: str) -> Check:

@@ -24,8 +24,10 @@ Ours (prefix ``pact:``)::
         lease that expires means the worker is gone: the scheduler dispatches n + 1.
     pact:done:<run>:<comp>:<phase>:<n>  string  7 days          worker -> worker
         SET NX by the worker that publishes the result of attempt n: one result each.
-    pact:worker:<id>                    string  ~3 heartbeats   worker -> doctor, status
-        A live worker process: JSON of roles, hostname, pid and heartbeat time.
+    pact:worker:<id>                    string  3 heartbeats    worker -> workers, doctor, run
+        A live worker process (Celery's hostname): JSON of roles, hostname, pid,
+        concurrency, start and heartbeat time; written every 5 s
+        (``PACT_WORKER_HEARTBEAT_S``), deleted when the worker stops cleanly.
     pact:runs                           hash    no TTL          submit -> scheduler service
         Run id -> JSON registry entry (project dir, status, submitted at).
     pact:submissions                    stream  no TTL, MAXLEN ~10 000

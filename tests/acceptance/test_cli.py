@@ -171,6 +171,7 @@ def test_every_command_is_there_and_documents_its_environment_variables() -> Non
         "scheduler",
         "submit",
         "runs",
+        "workers",
     ):
         assert f" {command} " in res.stdout, command
         help_text = pact(command, "--help").stdout
