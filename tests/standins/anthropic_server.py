@@ -29,6 +29,7 @@ import json
 import socket
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -173,8 +174,16 @@ class _Handler(BaseHTTPRequestHandler):
 class AnthropicStandIn:
     """A scripted Messages API on 127.0.0.1:<free port>; a context manager."""
 
-    def __init__(self, *, api_key: str = "sk-ant-standin-0000") -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str = "sk-ant-standin-0000",
+        oracle: Callable[[dict[str, Any]], Reply] | None = None,
+    ) -> None:
+        """``oracle``: answers a valid request when no scripted reply is left (a test's
+        model of the provider, e.g. one serving a replay directory)."""
         self.api_key = api_key
+        self.oracle = oracle
         self._lock = threading.Lock()
         self._replies: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
@@ -289,6 +298,8 @@ class AnthropicStandIn:
             return
         with self._lock:
             reply = self._replies.popleft() if self._replies else None
+        if reply is None and self.oracle is not None:
+            reply = self.oracle(body)
         if reply is None:
             self._send_error(handler, 500, "api_error", "stand-in: no scripted reply left")
         elif isinstance(reply, ErrorReply) and reply.in_stream and body.get("stream") is True:
