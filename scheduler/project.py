@@ -123,7 +123,8 @@ class ProjectDir:
         return written
 
     def sweep_staging(self) -> None:
-        """Remove half-promoted leftovers a crash may have left behind."""
+        """Remove half-promoted leftovers a crash may have left behind: staged and
+        swapped-out directories, and the temporary files of atomic writes."""
         for base in (self.contracts_dir, self.implementations_dir):
             if not base.exists():
                 continue
@@ -131,6 +132,12 @@ class ProjectDir:
                 shutil.rmtree(leftover, ignore_errors=True)
             for leftover in base.glob("*/.*.old-*"):
                 shutil.rmtree(leftover, ignore_errors=True)
+            for name in ("interface.json", "test_results.json"):
+                for leftover in base.glob(f"*/.{name}.*"):
+                    leftover.unlink(missing_ok=True)
+        if self.state_path.parent.exists():
+            for leftover in self.state_path.parent.glob(f".{self.state_path.name}.*"):
+                leftover.unlink(missing_ok=True)
 
 
 def _fsync_tree(root: Path) -> None:

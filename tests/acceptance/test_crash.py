@@ -75,6 +75,19 @@ def check_applied_once(root: Path) -> None:
     assert on_disk is not None and on_disk.model_dump() == state.model_dump()
 
 
+def wait_for_audit(root: Path, proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
+    audit = root / ".pact" / "audit.jsonl"
+    deadline = time.monotonic() + 60
+    while not audit.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def already_completed(root: Path) -> bool:
+    """Whether the audit log records a completed run (False for a torn or empty one)."""
+    events, _ = read_events(ProjectDir(root).audit_path)
+    return any(event.type == "run_completed" for event in events)
+
+
 @pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_completes_identically(
     tmp_path: Path, example: Path
@@ -82,10 +95,15 @@ def test_sigkill_at_random_moments_then_resume_completes_identically(
     reference = tmp_path / "reference"
     reference.mkdir()
     (reference / "pact.yaml").write_text(SETTINGS)
+    # How long a run works once its audit log exists (the window the kills aim at).
+    done = subprocess.Popen(
+        run_args(example, reference), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    wait_for_audit(reference, done)
     started = time.monotonic()
-    done = subprocess.run(run_args(example, reference), capture_output=True, text=True, timeout=600)
+    _, stderr = done.communicate(timeout=600)
     duration = time.monotonic() - started
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, stderr
     expected = artifacts(reference)
     assert len(expected) == 30
 
@@ -98,14 +116,16 @@ def test_sigkill_at_random_moments_then_resume_completes_identically(
         proc = subprocess.Popen(
             run_args(example, root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        audit = root / ".pact" / "audit.jsonl"
-        deadline = time.monotonic() + 60
-        while not audit.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_for_audit(root, proc)
         time.sleep(rng.uniform(0.0, 0.9 * duration))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        if proc.returncode == -signal.SIGKILL:
+        if proc.returncode == -signal.SIGKILL and already_completed(root):
+            # Killed after the run had completed (while it printed its summary or exited):
+            # resume refuses, as for any completed run; the artifacts are checked below.
+            resumed = pact("resume", str(root))
+            assert resumed.returncode == 2 and "already complete" in resumed.stderr
+        elif proc.returncode == -signal.SIGKILL:
             killed += 1
             resumed = pact("resume", str(root))
             assert resumed.returncode == 0, f"kill {i}: {resumed.stdout}\n{resumed.stderr}"

@@ -89,3 +89,25 @@ def test_only_one_writer_at_a_time(tmp_path: Path) -> None:
 def test_missing_log_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(RunDirError, match="no audit log"):
         read_events(tmp_path / "audit.jsonl")
+
+
+def test_the_startup_sweep_removes_what_a_crash_left_mid_promotion(tmp_path: Path) -> None:
+    from pact_workers.models.testing import TestResults
+    from scheduler.project import ProjectDir
+
+    project = ProjectDir(tmp_path)
+    project.promote("a", Phase.CONTRACT, {"interface.json": b"{}"})
+    project.promote("a", Phase.IMPLEMENT, {"src/a.py": b"x = 1\n"}, TestResults(total=1, passed=1))
+    kept = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    # What a SIGKILL between an atomic write's temporary file and its rename leaves.
+    leftovers = [
+        project.contracts_dir / "a" / ".interface.json.k2j4x9",
+        project.implementations_dir / "a" / ".test_results.json.m241ur55",
+        project.implementations_dir / "a" / ".src.new-q1w2e3" / "a.py",
+        project.state_path.parent / f".{project.state_path.name}.z9y8x7",
+    ]
+    for path in leftovers:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half")
+    project.sweep_staging()
+    assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == kept
