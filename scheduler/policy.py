@@ -16,6 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
+from pact_workers.backoff import backoff_s
 from pact_workers.models.work import ErrorClass, ResultMessage, SuspensionKind
 from pact_workers.runner import REJECTED, TESTS_FAILED
 from scheduler.settings import Settings
@@ -37,12 +38,6 @@ class Decision:
     retry_at: float | None = None
     reason: str = ""
     suspension: SuspensionKind | None = None
-
-
-def backoff_s(failures: int, *, base_s: float, cap_s: float, rng: random.Random) -> float:
-    """Exponential backoff with equal jitter: half fixed, half random, capped."""
-    ceiling = min(cap_s, base_s * float(2 ** max(failures - 1, 0)))
-    return ceiling / 2 + rng.random() * ceiling / 2
 
 
 def decide(

@@ -26,7 +26,6 @@ process without the key (the scheduler) works; it never appears in an error mess
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import os
@@ -59,6 +58,7 @@ from pact_workers.agents.factory import DEFAULT_MODELS, AgentConfig
 from pact_workers.agents.llm import Completion
 from pact_workers.agents.pricing import Price, usage_for
 from pact_workers.agents.roles import Prompt
+from pact_workers.backoff import backoff_s, retry_after_s
 from pact_workers.errors import (
     AgentError,
     PermanentAgentError,
@@ -70,6 +70,7 @@ from pact_workers.models.work import Role, Usage
 __all__ = ["DEFAULT_API_KEY_ENV", "TOOL_NAME", "AnthropicBackend"]
 
 log = logging.getLogger(__name__)
+_RNG = random.Random()
 
 #: The tool whose input is the answer.
 TOOL_NAME = "emit_answer"
@@ -403,11 +404,16 @@ class AnthropicBackend:
     def _wait(self, state: RetryCallState) -> float:
         """``retry-after`` when the API sent one, else exponential with jitter; both capped."""
         exc = state.outcome.exception() if state.outcome is not None else None
-        retry_after = _retry_after_s(exc)
+        retry_after = (
+            retry_after_s(exc.response.headers)
+            if isinstance(exc, anthropic.APIStatusError)
+            else None
+        )
         if retry_after is not None:
             return min(retry_after, self.backoff_cap_s)
-        backoff = self.backoff_base_s * 2.0 ** (state.attempt_number - 1)
-        return min(self.backoff_cap_s, backoff) * random.uniform(0.5, 1.0)
+        return backoff_s(
+            state.attempt_number, base_s=self.backoff_base_s, cap_s=self.backoff_cap_s, rng=_RNG
+        )
 
     def _before_sleep(self, state: RetryCallState) -> None:
         with self._lock:
@@ -508,25 +514,6 @@ def _is_idle(exc: BaseException) -> bool:
     return isinstance(exc, anthropic.APITimeoutError) and isinstance(
         exc.__cause__, httpx2.ReadTimeout
     )
-
-
-def _retry_after_s(exc: BaseException | None) -> float | None:
-    """The wait an error response asks for (``retry-after-ms``, ``retry-after``), if any."""
-    if not isinstance(exc, anthropic.APIStatusError):
-        return None
-    headers = exc.response.headers
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            pass
-        when = email.utils.parsedate_tz(value) if name == "retry-after" else None
-        if when is not None:
-            return max(0.0, email.utils.mktime_tz(when) - time.time())
-    return None
 
 
 def _scrub(text: str, secret: str) -> str:

@@ -55,6 +55,7 @@ from pact_workers.agents.factory import DEFAULT_MODELS, AgentConfig
 from pact_workers.agents.llm import Completion
 from pact_workers.agents.pricing import Price, usage_for
 from pact_workers.agents.roles import Prompt
+from pact_workers.backoff import retry_after_s
 from pact_workers.errors import (
     AgentError,
     InputError,
@@ -424,7 +425,9 @@ class OpenAIBackend:
                 "another key or model"
             )
         if status in RETRY_STATUSES or status >= 500:
-            return _Retryable(f"{where}: {detail}", retry_after_s=_retry_after_s(exc))
+            return _Retryable(
+                f"{where}: {detail}", retry_after_s=retry_after_s(exc.response.headers)
+            )
         if status == 401:
             return SystemicAgentError(
                 f"{where}: the server rejected the API key from ${self.api_key_env} ({detail}); "
@@ -617,19 +620,6 @@ def _error_message(exc: openai.APIStatusError, key: str | None) -> str:
     body = exc.body
     message = body.get("message") if isinstance(body, dict) else None
     return _redact(message if isinstance(message, str) and message else exc.message, key)
-
-
-def _retry_after_s(exc: openai.APIStatusError) -> float | None:
-    headers = exc.response.headers
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return float(value) / scale
-        except ValueError:
-            continue  # an HTTP date: rare, and the backoff is a fine substitute
-    return None
 
 
 def _cause_name(exc: BaseException) -> str:
