@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -39,8 +40,13 @@ EXPECTED = {
 }
 
 
-def pact(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+def pact(
+    *args: str, cwd: Path | None = None, unset: Iterable[str] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``pact ARGS...`` in a subprocess; ``unset``: variables it must not inherit."""
+    dropped = set(unset)
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env.update({"COLUMNS": "200", "NO_COLOR": "1"})
     return subprocess.run(
         [sys.executable, "-m", "scheduler.cli", *args],
         capture_output=True,

@@ -337,6 +337,12 @@ class Fleet:
             proc.wait_ready()
         return proc
 
+    def run(self, tree: Path, project: Path, *options: str, name: str = "run") -> Proc:
+        """Start ``pact run TREE --project PROJECT OPTIONS... --executor celery`` on this
+        fleet's broker, in the background."""
+        args = ["run", str(tree), "--project", str(project), *options]
+        return self.pact(*args, "--executor", "celery", "--broker", self.broker_url, name=name)
+
     def pact(self, *args: str, name: str = "pact") -> Proc:
         """Start ``pact ARGS...`` in the background."""
         proc = Proc(name, pact_argv(*args), self._log_path(name), self.env())

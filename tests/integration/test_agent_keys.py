@@ -98,19 +98,7 @@ def test_a_key_only_the_worker_has_reaches_the_provider_and_nothing_else(
         }
         (project / "pact.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
         fleet.worker("w", roles=ALL_ROLES, concurrency=3, env={KEY_ENV: SECRET})
-        run = fleet.pact(
-            "run",
-            str(example / "tree.json"),
-            "--project",
-            str(project),
-            "--agent",
-            "openai",
-            "--executor",
-            "celery",
-            "--broker",
-            redis_url,
-            name="run",
-        )
+        run = fleet.run(example / "tree.json", project, "--agent", "openai")
         assert fleet.wait(run, 300) == 0, fleet.logs()
         logs = fleet.logs()
         requests = list(server.requests)

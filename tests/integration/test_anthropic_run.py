@@ -100,19 +100,7 @@ def test_the_example_completes_through_the_fleet_with_the_anthropic_backend(
         }
         (project / "pact.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
         fleet.worker("w", roles=ALL_ROLES, concurrency=3, env={"ANTHROPIC_API_KEY": KEY})
-        run = fleet.pact(
-            "run",
-            str(example / "tree.json"),
-            "--project",
-            str(project),
-            "--agent",
-            "anthropic",
-            "--executor",
-            "celery",
-            "--broker",
-            redis_url,
-            name="run",
-        )
+        run = fleet.run(example / "tree.json", project, "--agent", "anthropic")
         assert fleet.wait(run, 300) == 0, fleet.logs()
         requests = api.requests
 

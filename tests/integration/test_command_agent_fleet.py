@@ -74,21 +74,7 @@ def test_a_command_agent_completes_the_example_through_the_fleet_in_docker_sandb
     monkeypatch.setenv("PACT_SANDBOX", "local")
     with Fleet(redis_url, tmp_path / "logs") as fleet:
         fleet.worker("w", roles=ALL_ROLES, concurrency=WORKER_CONCURRENCY)
-        run = fleet.pact(
-            "run",
-            str(example / "tree.json"),
-            "--project",
-            str(project),
-            "--agent",
-            "command",
-            "--executor",
-            "celery",
-            "--broker",
-            redis_url,
-            "--sandbox",
-            "docker",
-            name="run",
-        )
+        run = fleet.run(example / "tree.json", project, "--agent", "command", "--sandbox", "docker")
         assert fleet.wait(run, RUN_TIMEOUT_S) == 0, fleet.logs()
 
     state = rebuild_state(project)

@@ -66,18 +66,8 @@ def test_workers_are_listed_by_role_and_drop_out_when_they_stop_or_die(
         assert "pact worker --roles code_author,integrator" in doctor.stdout
 
         # A run started now says what it waits for, and completes once a worker comes.
-        run = fleet.pact(
-            "run",
-            str(example / "tree.json"),
-            "--project",
-            str(tmp_path / "project"),
-            "--replay-dir",
-            str(example / "replay"),
-            "--executor",
-            "celery",
-            "--broker",
-            redis_url,
-            name="run",
+        run = fleet.run(
+            example / "tree.json", tmp_path / "project", "--replay-dir", str(example / "replay")
         )
         coders = fleet.worker("coders", roles=["code_author", "integrator"])
         assert fleet.wait(run, 300) == 0, fleet.logs()

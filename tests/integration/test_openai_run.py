@@ -10,9 +10,7 @@ prices that ``pact.yaml`` sets for the model.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +25,7 @@ from scheduler.events import ItemFailed
 from scheduler.project import ProjectDir
 from scheduler.rebuild import rebuild_state
 from scheduler.state import RunStatus
-from tests.conftest import REPO
+from tests.acceptance.test_cli import pact
 from tests.standins.openai_server import OpenAIStandIn, Served
 
 #: A model id no built-in price table knows: only pact.yaml can price it.
@@ -47,31 +45,25 @@ class OracleRun:
     requests: int
 
 
-def pact(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scheduler.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=REPO,
-    )
+#: Neither a key nor OpenAI's URL reach the runs: the local stand-in needs no key, and
+#: nothing may reach a real provider.
+UNSET = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PACT_AGENT", "PACT_REPLAY_DIR")
+
+
+def run_openai(
+    example: Path, project: Path, settings: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
+    """``pact run --agent openai`` on the example with ``settings`` as its pact.yaml."""
+    project.mkdir()
+    (project / "pact.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
+    tree = str(example / "tree.json")
+    return pact("run", tree, "--project", str(project), "--agent", "openai", unset=UNSET)
 
 
 @pytest.fixture(scope="module")
 def oracle_run(tmp_path_factory: pytest.TempPathFactory, example: Path) -> Iterator[OracleRun]:
     """``pact run --agent openai`` against the local stand-in, then ``pact status --json``."""
-    root = tmp_path_factory.mktemp("openai-run")
-    project = root / "project"
-    project.mkdir()
-    # Neither a key nor OpenAI's URL: the local stand-in needs no key, and nothing may
-    # reach a real provider.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"OPENAI_API_KEY", "OPENAI_BASE_URL", "PACT_AGENT", "PACT_REPLAY_DIR"}
-    }
-    env.update({"COLUMNS": "200", "NO_COLOR": "1"})
+    project = tmp_path_factory.mktemp("openai-run") / "project"
     with OpenAIStandIn(oracle_dir=example / "replay") as server:
         settings = {
             "backoff_base_s": 0.05,
@@ -87,20 +79,11 @@ def oracle_run(tmp_path_factory: pytest.TempPathFactory, example: Path) -> Itera
             },
             "prices": {MODEL: PRICES},
         }
-        (project / "pact.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
-        run = pact(
-            "run",
-            str(example / "tree.json"),
-            "--project",
-            str(project),
-            "--agent",
-            "openai",
-            env=env,
-        )
+        run = run_openai(example, project, settings)
         served = list(server.served)
         requests = len(server.requests)
         assert server.errors == []
-    status = pact("status", str(project), "--json", env=env)
+    status = pact("status", str(project), "--json", unset=UNSET)
     assert status.returncode == 0, status.stdout + status.stderr
     yield OracleRun(
         project=project,
@@ -180,11 +163,7 @@ def retry_run(tmp_path_factory: pytest.TempPathFactory, example: Path) -> Iterat
     """The example with the ``openai`` backend and a trace analyst, where the local
     stand-in answers the evaluator's first implementation with the failing files the
     replay script names (as in the demo) and diagnoses the failure when asked."""
-    root = tmp_path_factory.mktemp("openai-retry")
-    project = root / "project"
-    project.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "OPENAI_BASE_URL"}}
-    env.update({"COLUMNS": "200", "NO_COLOR": "1"})
+    project = tmp_path_factory.mktemp("openai-retry") / "project"
     with OpenAIStandIn(oracle_dir=example / "replay", first_attempts=True) as server:
         backend = {"backend": "openai", "model": MODEL, "base_url": server.base_url}
         settings = {
@@ -193,16 +172,7 @@ def retry_run(tmp_path_factory: pytest.TempPathFactory, example: Path) -> Iterat
             "agents": {"default": backend, "trace_analyst": backend},
             "prices": {MODEL: PRICES},
         }
-        (project / "pact.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
-        run = pact(
-            "run",
-            str(example / "tree.json"),
-            "--project",
-            str(project),
-            "--agent",
-            "openai",
-            env=env,
-        )
+        run = run_openai(example, project, settings)
         assert server.errors == []
         yield RetryRun(
             project=project,
