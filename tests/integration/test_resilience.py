@@ -16,6 +16,7 @@ import yaml
 from pact_workers.agents.replay import ReplayAgent
 from pact_workers.models import ItemStatus, Phase, SuspensionKind
 from pact_workers.models.tree import load_tree
+from pact_workers.models.work import IN_FLIGHT
 from pact_workers.sandbox import LocalSandbox
 from scheduler.audit import read_events
 from scheduler.commands import drive_run, resume_run
@@ -211,14 +212,16 @@ def test_a_stalled_attempt_is_retried_and_its_late_result_dropped(
     store = project.store()
     executor = LocalExecutor(workers=4, agent=agent, sandbox=LocalSandbox(), store=store)
 
+    aged = [False]
+
     def listener(event: Any, state: RunState) -> None:
-        if (
-            isinstance(event, ItemDispatched)
-            and event.component_id == "environment"
-            and event.phase is Phase.IMPLEMENT
-            and event.attempt == 1
-        ):
-            clock_offset[0] += 31.0  # the attempt now looks 31 s old at the next check
+        running = [i for i in state.items.values() if i.status in IN_FLIGHT]
+        hung = state.item("environment", Phase.IMPLEMENT)
+        if not aged[0] and hung.attempt == 1 and running == [hung]:
+            # Once the hung attempt is the only one in flight (so that no other looks
+            # stalled too), it looks 31 s old at the next check.
+            aged[0] = True
+            clock_offset[0] += 31.0
         if isinstance(event, ItemFailed) and event.error_type == "stalled":
             agent.release.set()
 
