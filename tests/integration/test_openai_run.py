@@ -26,7 +26,7 @@ from scheduler.project import ProjectDir
 from scheduler.rebuild import rebuild_state
 from scheduler.state import RunStatus
 from tests.acceptance.test_cli import pact
-from tests.standins.openai_server import OpenAIStandIn, Served
+from tests.standins.openai_server import ROLE_BY_PROMPT, OpenAIStandIn, Served
 
 #: A model id no built-in price table knows: only pact.yaml can price it.
 MODEL = "standin-oracle-1"
@@ -183,8 +183,12 @@ def retry_run(tmp_path_factory: pytest.TempPathFactory, example: Path) -> Iterat
         )
 
 
-def _user_prompt(body: dict[str, Any]) -> str:
-    return next(m["content"] for m in body["messages"] if m["role"] == "user")
+def _role_and_user_prompt(body: dict[str, Any]) -> tuple[str, str]:
+    """The role a request is for (by its system prompt) and its user prompt."""
+    system = next(m["content"] for m in body["messages"] if m["role"] == "system")
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    role = next((r for words, r in ROLE_BY_PROMPT.items() if system.startswith(words)), "")
+    return role, user
 
 
 def test_a_retry_through_the_sdk_carries_the_failures_what_changed_and_a_diagnosis(
@@ -202,10 +206,11 @@ def test_a_retry_through_the_sdk_carries_the_failures_what_changed_and_a_diagnos
     assert failed[0].output is not None and failed[0].test_results is not None
     failing = sorted({f.test_id for f in failed[0].test_results.failure_details})
     assert failing
+    # Requests in the order they came (served entries are recorded as answers finish).
     prompts = [
-        (served.role, _user_prompt(body))
-        for served, body in zip(retry_run.served, retry_run.requests, strict=True)
-        if served.component_id == "evaluator" and served.role in {"code_author", "trace_analyst"}
+        (role, user)
+        for role, user in map(_role_and_user_prompt, retry_run.requests)
+        if user.startswith("# Component evaluator\n") and role in {"code_author", "trace_analyst"}
     ]
     assert [role for role, _ in prompts] == ["code_author", "trace_analyst", "code_author"]
     (_, first), (_, analyst), (_, retry) = prompts
