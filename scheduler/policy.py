@@ -38,6 +38,8 @@ class Decision:
     retry_at: float | None = None
     reason: str = ""
     suspension: SuspensionKind | None = None
+    #: For a pause: what a person should do (shown by ``pact status``); empty: the default.
+    recommendation: str = ""
 
 
 def decide(

@@ -565,7 +565,8 @@ class RunController:
             self._log(
                 RunPaused(
                     reason=f"{result.component_id}/{result.phase.value}: {decision.reason}",
-                    recommendation="fix the worker environment (see the error), then `pact resume`",
+                    recommendation=decision.recommendation
+                    or "fix the worker environment (see the error), then `pact resume`",
                 )
             )
 
