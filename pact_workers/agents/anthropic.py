@@ -22,49 +22,42 @@ PermanentAgentError; a bad or missing key, no access, an unknown model, a spent 
 The API key comes from the environment variable ``api_key_env`` (default
 ``ANTHROPIC_API_KEY``) when the first call is made, so that building the agent in a
 process without the key (the scheduler) works; it never appears in an error message.
+
+The request lives in :mod:`~pact_workers.agents.anthropic_request`, reading the reply in
+:mod:`~pact_workers.agents.anthropic_reply`, the error mapping in
+:mod:`~pact_workers.agents.anthropic_errors`; this module is the backend that drives them.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, cast
 
 import anthropic
 import httpx2
-from anthropic.types import (
-    InputJSONDelta,
-    Message,
-    RawContentBlockDeltaEvent,
-    RawContentBlockStartEvent,
-    RawMessageDeltaEvent,
-    RawMessageStartEvent,
-    RawMessageStopEvent,
-    RawMessageStreamEvent,
-    TextBlock,
-    TextDelta,
-    ToolUseBlock,
-)
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from pact_workers.agents.factory import DEFAULT_MODELS, AgentConfig
+from pact_workers.agents.anthropic_errors import describe, retryable, translate
+from pact_workers.agents.anthropic_reply import (
+    CUT_OFF,
+    IncompleteStream,
+    Reply,
+    reply_from_events,
+    reply_from_message,
+)
+from pact_workers.agents.anthropic_request import TOOL_NAME, Exchange, messages_for, request_fields
+from pact_workers.agents.config import DEFAULT_MODELS, AgentConfig
 from pact_workers.agents.llm import Completion
 from pact_workers.agents.pricing import Price, usage_for
 from pact_workers.agents.roles import Prompt
 from pact_workers.backoff import backoff_s, retry_after_s
-from pact_workers.errors import (
-    AgentError,
-    PermanentAgentError,
-    SystemicAgentError,
-    TransientAgentError,
-)
+from pact_workers.errors import AgentError, PermanentAgentError, SystemicAgentError
 from pact_workers.models.work import Role, Usage
 
 __all__ = ["DEFAULT_API_KEY_ENV", "TOOL_NAME", "AnthropicBackend"]
@@ -72,70 +65,8 @@ __all__ = ["DEFAULT_API_KEY_ENV", "TOOL_NAME", "AnthropicBackend"]
 log = logging.getLogger(__name__)
 _RNG = random.Random()
 
-#: The tool whose input is the answer.
-TOOL_NAME = "emit_answer"
 #: Where the key is read from when ``api_key_env`` is not set (the SDK's own default).
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
-#: Marks the stable prefix (tool, system prompt) for prompt caching.
-CACHE_CONTROL = {"type": "ephemeral"}
-
-#: Statuses worth another try: request timeout, lock timeout, rate limit; and >= 500.
-RETRY_STATUSES = frozenset({408, 409, 429})
-#: Statuses no component gets past until someone fixes the configuration or the account.
-SYSTEMIC_STATUSES = frozenset({401, 402, 403, 404})
-#: Error types of an ``error`` event inside a 200 stream, which has no status of its own.
-RETRY_ERROR_TYPES = frozenset(
-    {"rate_limit_error", "overloaded_error", "api_error", "timeout_error"}
-)
-SYSTEMIC_ERROR_TYPES = frozenset(
-    {"authentication_error", "permission_error", "not_found_error", "billing_error"}
-)
-#: 402/429 causes that waiting does not cure: a person has to raise a limit or pay.
-SPEND_LIMIT_CODES = frozenset(
-    {
-        "contract_spend_limit_reached",
-        "enforced_spend_limit_reached",
-        "linked_organization_spend_limit_reached",
-        "linked_organization_billing_unavailable",
-    }
-)
-#: Stop reasons after which an unusable answer will not get better by asking again.
-CUT_OFF = frozenset({"max_tokens", "model_context_window_exceeded"})
-
-
-class _IncompleteStream(Exception):
-    """The stream ended (cleanly, at the HTTP level) before ``message_stop``."""
-
-
-@dataclass
-class _Block:
-    kind: str  # "tool_use" or "text"
-    id: str = ""
-    name: str = ""
-    parts: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Reply:
-    """One model turn, as the backend needs it."""
-
-    data: Any  # the tool input (a dict), or None when there was none that parses
-    text: str  # the raw tool input, or the prose when the model did not call the tool
-    content: list[dict[str, Any]]  # the assistant turn, to send back with a correction
-    stop_reason: str | None
-    input_tokens: int
-    output_tokens: int
-    cache_write_tokens: int
-    cache_read_tokens: int
-
-
-@dataclass(frozen=True)
-class _Exchange:
-    """The last call of one thread: what a correction continues."""
-
-    prompt: Prompt
-    messages: list[dict[str, Any]]
-    reply: list[dict[str, Any]]
 
 
 class AnthropicBackend:
@@ -260,16 +191,16 @@ class AnthropicBackend:
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=self._wait,
-            retry=retry_if_exception(_retryable),
+            retry=retry_if_exception(retryable),
             before_sleep=self._before_sleep,
             sleep=self._sleep,
             reraise=True,
         )
         try:
             reply = retrying(self._call, client, role, schema, prompt, messages)
-        except (anthropic.AnthropicError, httpx2.HTTPError, _IncompleteStream) as exc:
+        except (anthropic.AnthropicError, httpx2.HTTPError, IncompleteStream) as exc:
             raise self._translate(exc, role) from exc
-        self._local.exchange = _Exchange(prompt=prompt, messages=messages, reply=reply.content)
+        self._local.exchange = Exchange(prompt=prompt, messages=messages, reply=reply.content)
         if reply.data is None and reply.stop_reason in CUT_OFF:
             raise PermanentAgentError(
                 f"anthropic: the {role.value} answer was cut off ({reply.stop_reason}) after "
@@ -325,27 +256,10 @@ class AnthropicBackend:
             return self._client
 
     def _messages(self, prompt: Prompt, correction: str | None) -> list[dict[str, Any]]:
-        """The turns to send: the prompt, or the last exchange and a correction after it."""
-        first = {"role": "user", "content": [{"type": "text", "text": prompt.user}]}
+        """The turns to send: the prompt, or this thread's last exchange and a correction."""
         if correction is None:
             self._local.exchange = None
-            return [first]
-        last: _Exchange | None = getattr(self._local, "exchange", None)
-        if last is None or last.prompt != prompt:
-            # Nothing to continue (another thread asked first): say it in one turn.
-            text = f"{prompt.user}\n\n## About your previous answer\n{correction}"
-            return [{"role": "user", "content": [{"type": "text", "text": text}]}]
-        tool_uses = [b["id"] for b in last.reply if b.get("type") == "tool_use"]
-        # A tool_use must be answered by a tool_result in the very next user turn.
-        followup: list[dict[str, Any]] = [
-            {"type": "tool_result", "tool_use_id": i, "is_error": True, "content": correction}
-            for i in tool_uses
-        ] or [{"type": "text", "text": correction}]
-        return [
-            *last.messages,
-            {"role": "assistant", "content": last.reply},
-            {"role": "user", "content": followup},
-        ]
+        return messages_for(prompt, correction, getattr(self._local, "exchange", None))
 
     def _call(
         self,
@@ -354,42 +268,35 @@ class AnthropicBackend:
         schema: dict[str, Any],
         prompt: Prompt,
         messages: list[dict[str, Any]],
-    ) -> _Reply:
+    ) -> Reply:
         """One HTTP request (tenacity calls it again after a retryable failure)."""
-        system = [{"type": "text", "text": prompt.system, "cache_control": CACHE_CONTROL}]
-        tool = {
-            "name": TOOL_NAME,
-            "description": (
-                f"Submit your answer as the {role.value}: the JSON object your instructions "
-                "ask for, as this tool's input. Call it exactly once."
-            ),
-            "input_schema": schema,
-            "cache_control": CACHE_CONTROL,
-        }
-        choice = {"type": "tool", "name": TOOL_NAME, "disable_parallel_tool_use": True}
+        fields = request_fields(prompt, role, schema)
+        system = cast(Any, fields["system"])
+        tools = cast(Any, fields["tools"])
+        choice = cast(Any, fields["tool_choice"])
         if not self.stream:
             message = client.messages.create(
                 model=self.model,
                 max_tokens=self.max_tokens,
-                system=cast(Any, system),
+                system=system,
                 messages=cast(Any, messages),
-                tools=cast(Any, [tool]),
-                tool_choice=cast(Any, choice),
+                tools=tools,
+                tool_choice=choice,
             )
-            return _reply_from_message(message)
+            return reply_from_message(message)
         events = client.messages.create(
             model=self.model,
             max_tokens=self.max_tokens,
-            system=cast(Any, system),
+            system=system,
             messages=cast(Any, messages),
-            tools=cast(Any, [tool]),
-            tool_choice=cast(Any, choice),
+            tools=tools,
+            tool_choice=choice,
             stream=True,
         )
         with events:
-            return _reply_from_events(events)
+            return reply_from_events(events)
 
-    def _usage(self, reply: _Reply) -> Usage:
+    def _usage(self, reply: Reply) -> Usage:
         return usage_for(
             self.model,
             input_tokens=reply.input_tokens,
@@ -429,212 +336,8 @@ class AnthropicBackend:
 
     def _translate(self, exc: BaseException, role: Role) -> AgentError:
         """The project's error for an SDK failure that will not be retried here (any more)."""
-        what = self._describe(exc)
-        if _is_idle(exc):
-            return TransientAgentError(
-                f"stream idle for {self.idle_timeout_s:g} s: no data from the Anthropic API "
-                f"({self.model}); the call was abandoned"
-            )
-        if _retryable(exc):
-            attempts = self.max_retries + 1
-            return TransientAgentError(
-                f"anthropic: {what}; gave up after {attempts} attempt{'s' * (attempts > 1)}"
-            )
-        if not isinstance(exc, anthropic.APIStatusError):
-            return PermanentAgentError(f"anthropic: {what}")
-        status, error_type = exc.status_code, exc.type
-        if exc.error_code in SPEND_LIMIT_CODES:
-            return SystemicAgentError(
-                f"anthropic: {what}; the account cannot spend more until someone raises the limit"
-            )
-        if status == 401 or error_type == "authentication_error":
-            return SystemicAgentError(
-                f"anthropic: the API refused the key in {self.api_key_env} ({what}); set a "
-                f"valid key in {self.api_key_env}"
-            )
-        if status == 403 or error_type == "permission_error":
-            return SystemicAgentError(
-                f"anthropic: the key in {self.api_key_env} has no access to {self.model} ({what})"
-            )
-        if status == 404 or error_type == "not_found_error":
-            return SystemicAgentError(
-                f"anthropic: unknown model {self.model!r} or wrong base_url "
-                f"{self.base_url or 'default'} ({what}); fix the model in pact.yaml"
-            )
-        if status in SYSTEMIC_STATUSES or error_type in SYSTEMIC_ERROR_TYPES:
-            return SystemicAgentError(f"anthropic: {what}; check the account's billing")
-        message = (exc.api_message or "").lower()
-        if "prompt is too long" in message or ("context" in message and "limit" in message):
-            return PermanentAgentError(
-                f"anthropic: the {role.value} prompt is too long for {self.model} ({what}); "
-                "give the component less context or split it"
-            )
-        if "max_tokens" in message:
-            return PermanentAgentError(
-                f"anthropic: max_tokens {self.max_tokens} is not allowed for {self.model} "
-                f"({what}); lower max_tokens for this role in pact.yaml"
-            )
-        return PermanentAgentError(f"anthropic: the API rejected the request ({what})")
+        return translate(exc, role, self, self._api_key)
 
     def _describe(self, exc: BaseException) -> str:
         """A one-line account of a failure, with the API key scrubbed out."""
-        if isinstance(exc, anthropic.APIStatusError):
-            kind = exc.type or "error"
-            detail = exc.api_message or exc.message
-            text = (
-                f"HTTP {exc.status_code} {kind}: {detail}"
-                if exc.status_code >= 400
-                else f"{kind} in the stream: {detail}"
-            )
-        elif isinstance(exc, anthropic.APIConnectionError) and exc.__cause__ is not None:
-            text = f"{exc.message} ({type(exc.__cause__).__name__}: {exc.__cause__})"
-        else:
-            text = f"{type(exc).__name__}: {exc}"
-        return _scrub(text.strip(), self._api_key)
-
-
-def _retryable(exc: BaseException) -> bool:
-    """Worth another try now: a rate limit, an overload, a server or connection failure."""
-    if _is_idle(exc):
-        return False  # the scheduler decides what a stalled call deserves
-    if isinstance(exc, anthropic.APIStatusError):
-        if exc.error_code in SPEND_LIMIT_CODES:
-            return False
-        if exc.status_code < 400:  # an error event inside a stream
-            return exc.type in RETRY_ERROR_TYPES
-        return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
-    # APITimeoutError is an APIConnectionError; httpx2 errors escape the SDK mid-stream.
-    return isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError | _IncompleteStream)
-
-
-def _is_idle(exc: BaseException) -> bool:
-    """The API sent nothing for the read timeout (the idle timeout)."""
-    if isinstance(exc, httpx2.ReadTimeout):
-        return True  # mid-stream: the SDK lets httpx's error through
-    return isinstance(exc, anthropic.APITimeoutError) and isinstance(
-        exc.__cause__, httpx2.ReadTimeout
-    )
-
-
-def _scrub(text: str, secret: str) -> str:
-    return text.replace(secret, "[redacted]") if secret else text
-
-
-def _reply_from_message(message: Message) -> _Reply:
-    """A non-streamed reply: the SDK already parsed the tool input."""
-    content: list[dict[str, Any]] = []
-    data: Any = None
-    text = ""
-    for block in message.content:
-        if isinstance(block, ToolUseBlock):
-            content.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-            )
-            if block.name == TOOL_NAME and data is None:
-                data = block.input
-                text = json.dumps(block.input)
-        elif isinstance(block, TextBlock) and block.text:
-            content.append({"type": "text", "text": block.text})
-    if data is None:
-        text = "".join(b["text"] for b in content if b["type"] == "text")
-    usage = message.usage
-    return _Reply(
-        data=data,
-        text=text,
-        content=content or [{"type": "text", "text": "(no answer)"}],
-        stop_reason=message.stop_reason,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_write_tokens=usage.cache_creation_input_tokens or 0,
-        cache_read_tokens=usage.cache_read_input_tokens or 0,
-    )
-
-
-def _reply_from_events(events: Iterable[RawMessageStreamEvent]) -> _Reply:
-    """A streamed reply, put together from its events.
-
-    The tool input arrives as ``partial_json`` pieces and is parsed once, strictly, at
-    the end: an input that does not parse is an answer without data (the caller asks
-    for a correction), not a failure of the call.
-    """
-    blocks: dict[int, _Block] = {}
-    tokens = {"input": 0, "output": 0, "cache_write": 0, "cache_read": 0}
-    stop_reason: str | None = None
-    finished = False
-    for event in events:
-        if isinstance(event, RawMessageStartEvent):
-            usage = event.message.usage
-            tokens["input"] = usage.input_tokens
-            tokens["output"] = usage.output_tokens
-            tokens["cache_write"] = usage.cache_creation_input_tokens or 0
-            tokens["cache_read"] = usage.cache_read_input_tokens or 0
-        elif isinstance(event, RawContentBlockStartEvent):
-            start = event.content_block
-            if isinstance(start, ToolUseBlock):
-                blocks[event.index] = _Block("tool_use", id=start.id, name=start.name)
-            elif isinstance(start, TextBlock):
-                blocks[event.index] = _Block("text", parts=[start.text])
-        elif isinstance(event, RawContentBlockDeltaEvent):
-            block = blocks.get(event.index)
-            delta = event.delta
-            if block is None:
-                continue
-            if isinstance(delta, InputJSONDelta):
-                block.parts.append(delta.partial_json)
-            elif isinstance(delta, TextDelta):
-                block.parts.append(delta.text)
-        elif isinstance(event, RawMessageDeltaEvent):
-            stop_reason = event.delta.stop_reason
-            # Counts in message_delta are running totals: they replace, when present.
-            tokens["output"] = event.usage.output_tokens
-            if event.usage.input_tokens is not None:
-                tokens["input"] = event.usage.input_tokens
-            if event.usage.cache_creation_input_tokens is not None:
-                tokens["cache_write"] = event.usage.cache_creation_input_tokens
-            if event.usage.cache_read_input_tokens is not None:
-                tokens["cache_read"] = event.usage.cache_read_input_tokens
-        elif isinstance(event, RawMessageStopEvent):
-            finished = True
-    if not finished:
-        raise _IncompleteStream("the stream ended before message_stop")
-    content: list[dict[str, Any]] = []
-    data: Any = None
-    answer: str | None = None
-    for _, block in sorted(blocks.items()):
-        raw = "".join(block.parts)
-        if block.kind == "text":
-            if raw:  # the API refuses empty text blocks
-                content.append({"type": "text", "text": raw})
-            continue
-        parsed = _parse_object(raw)
-        if parsed is None:
-            # Unparseable input cannot go back as a tool_use: show the model what it sent.
-            content.append({"type": "text", "text": raw})
-        else:
-            content.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": parsed}
-            )
-        if block.name == TOOL_NAME and answer is None:
-            data, answer = parsed, raw
-    text = (
-        answer if answer is not None else "".join(b["text"] for b in content if b["type"] == "text")
-    )
-    return _Reply(
-        data=data,
-        text=text,
-        content=content or [{"type": "text", "text": "(no answer)"}],
-        stop_reason=stop_reason,
-        input_tokens=tokens["input"],
-        output_tokens=tokens["output"],
-        cache_write_tokens=tokens["cache_write"],
-        cache_read_tokens=tokens["cache_read"],
-    )
-
-
-def _parse_object(raw: str) -> dict[str, Any] | None:
-    """``raw`` as a JSON object, or None (a tool input must be an object)."""
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+        return describe(exc, self._api_key)

@@ -52,7 +52,7 @@ from pact_workers.models.work import Role, Usage
 from pact_workers.sandbox.base import Sandbox, SandboxRequest, SandboxResult, safe_relpath
 
 if TYPE_CHECKING:
-    from pact_workers.agents.factory import AgentConfig
+    from pact_workers.agents.config import AgentConfig
 
 __all__ = [
     "CONTRACT_FILE",

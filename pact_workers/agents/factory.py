@@ -12,11 +12,12 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from pact_workers.agents.base import Agent, AgentOutput, AgentRequest
+from pact_workers.agents.config import DEFAULT_MODELS, AgentConfig, AgentsSettings, Backend
 from pact_workers.agents.pricing import Price
 from pact_workers.agents.roles import DIAGNOSIS_FILE, TraceDiagnosis
 from pact_workers.errors import InputError, PermanentAgentError
@@ -25,57 +26,21 @@ from pact_workers.models.work import Role, Usage
 if TYPE_CHECKING:
     from pact_workers.sandbox.base import Sandbox
 
+__all__ = [
+    "AGENTS",
+    "DEFAULT_MODELS",
+    "AgentConfig",
+    "AgentsSettings",
+    "Backend",
+    "RoutedAgent",
+    "agent_options",
+    "build_agent",
+]
+
 log = logging.getLogger(__name__)
 
+#: The agents a run may name (``--agent``).
 AGENTS = ("replay", "noop", "anthropic", "openai", "command")
-Backend = Literal["anthropic", "openai", "command", "replay", "noop"]
-
-DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
-
-
-class AgentConfig(BaseModel):
-    """How one role is served (``pact.yaml``: ``agents.default`` and ``agents.<role>``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    backend: Backend | None = None
-    model: str = ""
-    base_url: str | None = None
-    #: Name of the environment variable holding the API key (default: the SDK's own).
-    api_key_env: str | None = None
-    max_tokens: int = Field(default=16_000, ge=256)
-    idle_timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=4, ge=0)
-    #: command backend: the argv template ({prompt_file}, {workspace} are filled in).
-    argv: list[str] = Field(default_factory=list)
-    network: bool = True
-    timeout_s: float = Field(default=1800.0, gt=0)
-    #: command backend: a directory on each worker copied into every agent workspace.
-    files_dir: str | None = None
-    #: command backend: worker environment variables the command gets (besides the key).
-    env_passthrough: list[str] = Field(default_factory=list)
-
-
-class AgentsSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    default: AgentConfig = Field(default_factory=AgentConfig)
-    contract_author: AgentConfig | None = None
-    test_author: AgentConfig | None = None
-    code_author: AgentConfig | None = None
-    integrator: AgentConfig | None = None
-    trace_analyst: AgentConfig | None = None
-
-    def for_role(self, role: Role, backend: str) -> AgentConfig:
-        """The role's configuration over the default; ``backend`` fills in what neither set."""
-        merged = self.default.model_dump(exclude_unset=True)
-        specific = getattr(self, role.value)
-        if specific is not None:
-            merged.update(specific.model_dump(exclude_unset=True))
-        merged.setdefault("backend", backend)
-        if not merged.get("model") and merged["backend"] in DEFAULT_MODELS:
-            merged["model"] = DEFAULT_MODELS[merged["backend"]]
-        return AgentConfig.model_validate(merged)
 
 
 def agent_options(

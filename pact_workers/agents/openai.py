@@ -25,39 +25,48 @@ The API key is read, when the first call is made, from the environment variable 
 ``api_key_env`` names (default ``OPENAI_API_KEY``) of the process that calls the server;
 a server on the loopback interface may need none. The key never appears in an error
 message or a log line.
+
+The request lives in :mod:`~pact_workers.agents.openai_request`, reading the answer in
+:mod:`~pact_workers.agents.openai_reply`, the error mapping in
+:mod:`~pact_workers.agents.openai_errors`; this module is the backend that drives them.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import json
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import openai
 from openai.types import CompletionUsage
-from openai.types.chat import (
-    ChatCompletionFunctionToolParam,
-    ChatCompletionMessageParam,
-    ChatCompletionNamedToolChoiceParam,
-)
+from openai.types.chat import ChatCompletionMessageParam
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 from tenacity import wait_exponential_jitter as _wait_exponential_jitter
 
-from pact_workers.agents.factory import DEFAULT_MODELS, AgentConfig
+from pact_workers.agents.config import DEFAULT_MODELS, AgentConfig
+from pact_workers.agents.endpoint import display_url, is_loopback
 from pact_workers.agents.llm import Completion
+from pact_workers.agents.openai_errors import (
+    LOCAL_PLACEHOLDER_KEY,
+    Retryable,
+    scrubbed,
+    translate,
+)
+from pact_workers.agents.openai_reply import (
+    Answer,
+    answer_from_chunks,
+    answer_from_completion,
+    assistant_turn,
+    parse_json,
+)
+from pact_workers.agents.openai_request import Conversation, forced_function, function_name
 from pact_workers.agents.pricing import Price, usage_for
 from pact_workers.agents.roles import Prompt
-from pact_workers.backoff import retry_after_s
 from pact_workers.errors import (
-    AgentError,
     InputError,
     PermanentAgentError,
     SystemicAgentError,
@@ -71,51 +80,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-#: Sent as the key to a loopback server when no key is set (most local servers want none,
-#: and the SDK refuses to send a request without one).
-LOCAL_PLACEHOLDER_KEY = "pact-local-no-key"
 #: Backoff between the backend's own retries: base * 2^n plus up to ``base`` of jitter.
 BACKOFF_BASE_S = 1.0
 BACKOFF_CAP_S = 30.0
 #: A server that has not accepted the connection within this is unreachable, not slow.
 CONNECT_TIMEOUT_S = 10.0
-#: HTTP statuses worth asking again (the SDK's own retry set).
-RETRY_STATUSES = frozenset({408, 409, 429})
-
-_SECRET_LIKE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}")
-_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
-
-
-class _Retryable(TransientAgentError):
-    """A failure this backend retries itself before it reports a TransientAgentError."""
-
-    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
-
-
-@dataclass
-class _Answer:
-    """What one call returned, whether streamed or not."""
-
-    arguments: str | None = None  # the forced function call's arguments, as sent
-    content: str = ""  # plain text the model sent instead (or besides)
-    tool_call_id: str | None = None
-    tool_name: str | None = None
-    finish_reason: str | None = None
-    usage: CompletionUsage | None = None
-
-    @property
-    def text(self) -> str:
-        return self.arguments if self.arguments is not None else self.content
-
-
-@dataclass
-class _Conversation:
-    """This thread's exchange for one prompt, kept so that a correction follows it."""
-
-    prompt: Prompt
-    messages: list[ChatCompletionMessageParam] = field(default_factory=list)
 
 
 class OpenAIBackend:
@@ -235,11 +204,11 @@ class OpenAIBackend:
         """
         client = self._get_client()
         conversation = self._conversation(prompt, correction)
-        function = f"submit_{role.value}"
+        function = function_name(role)
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=self._wait,
-            retry=retry_if_exception_type(_Retryable),
+            retry=retry_if_exception_type(Retryable),
             reraise=True,
             sleep=self._sleep,
         )
@@ -247,22 +216,22 @@ class OpenAIBackend:
             answer = retrying(
                 self._call_reporting, client, list(conversation.messages), function, schema
             )
-        except _Retryable as exc:
+        except Retryable as exc:
             raise TransientAgentError(
                 f"{exc} (gave up after {self.max_retries + 1} attempts)"
             ) from exc
-        conversation.messages.extend(_assistant_turn(answer, function))
-        data = _parse_json(answer.text)
+        conversation.messages.extend(assistant_turn(answer, function))
+        data = parse_json(answer.text)
         if data is None and answer.finish_reason == "length":
             # Asking again would be cut off the same way, at the same price.
             raise PermanentAgentError(
-                f"{self._where()}: the answer was cut off at max_tokens ({self.max_tokens}); "
+                f"{self.where()}: the answer was cut off at max_tokens ({self.max_tokens}); "
                 "raise max_tokens for this role in pact.yaml or split the component"
             )
         if data is None:
             log.warning(
                 "%s: the answer is not JSON (finish_reason %s, %d characters)",
-                self._where(),
+                self.where(),
                 answer.finish_reason,
                 len(answer.text),
             )
@@ -289,32 +258,12 @@ class OpenAIBackend:
         messages: list[ChatCompletionMessageParam],
         function: str,
         schema: dict[str, Any],
-    ) -> _Answer:
+    ) -> Answer:
         """One request, its SDK errors translated into the project's."""
         try:
             return self._call(client, messages, function, schema)
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc) from _scrubbed(exc, self._key)
-        except openai.APITimeoutError as exc:
-            if _cause_name(exc) in {"ConnectTimeout", "PoolTimeout"}:
-                raise _Retryable(f"{self._where()}: cannot connect (timed out)") from exc
-            waited = self.idle_timeout_s if self.stream else self.request_timeout_s
-            what = "stream sent nothing" if self.stream else "answer did not arrive"
-            setting = "idle_timeout_s" if self.stream else "timeout_s"
-            raise TransientAgentError(
-                f"{self._where()}: the {what} for {waited:g} s ({setting}); abandoned it"
-            ) from exc
-        except openai.APIConnectionError as exc:
-            reason = _cause_name(exc) or "connection error"
-            raise _Retryable(f"{self._where()}: cannot reach the server ({reason})") from exc
-        except openai.APIError as exc:  # an error event inside a stream: no status code
-            message = _redact(str(exc), self._key)
-            raise _Retryable(f"{self._where()}: the stream reported an error: {message}") from (
-                _scrubbed(exc, self._key)
-            )
         except openai.OpenAIError as exc:
-            message = _redact(str(exc), self._key)
-            raise PermanentAgentError(f"{self._where()}: {message}") from _scrubbed(exc, self._key)
+            raise translate(exc, self, self._key) from scrubbed(exc, self._key)
 
     def _call(
         self,
@@ -322,21 +271,8 @@ class OpenAIBackend:
         messages: list[ChatCompletionMessageParam],
         function: str,
         schema: dict[str, Any],
-    ) -> _Answer:
-        tools: list[ChatCompletionFunctionToolParam] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": function,
-                    "description": "Submit your answer: the arguments are the answer itself.",
-                    "parameters": schema,
-                },
-            }
-        ]
-        choice: ChatCompletionNamedToolChoiceParam = {
-            "type": "function",
-            "function": {"name": function},
-        }
+    ) -> Answer:
+        tools, choice = forced_function(function, schema)
         # OpenAI deprecated max_tokens (its reasoning models reject it); compatible
         # servers all know max_tokens, not all of them max_completion_tokens.
         official = _is_openai(self.base_url)
@@ -354,20 +290,7 @@ class OpenAIBackend:
                 max_tokens=max_tokens,
                 max_completion_tokens=max_completion_tokens,
             )
-            answer = _Answer(usage=completion.usage)
-            if completion.choices:
-                first = completion.choices[0]
-                answer.finish_reason = first.finish_reason
-                message = first.message
-                answer.content = message.content or message.refusal or ""
-                for call in message.tool_calls or []:
-                    if call.type == "function" and (
-                        answer.arguments is None or call.function.name == function
-                    ):
-                        answer.arguments = call.function.arguments
-                        answer.tool_call_id = call.id
-                        answer.tool_name = call.function.name
-            return answer
+            return answer_from_completion(completion, function)
         stream = client.chat.completions.create(
             model=self.model,
             messages=messages,
@@ -383,80 +306,14 @@ class OpenAIBackend:
             max_tokens=max_tokens,
             max_completion_tokens=max_completion_tokens,
         )
-        answer = _Answer()
-        calls: dict[int, dict[str, Any]] = {}
-        content: list[str] = []
         with stream:
-            for chunk in stream:
-                if chunk.usage is not None:
-                    answer.usage = chunk.usage
-                for part in chunk.choices:
-                    if part.index != 0:
-                        continue
-                    if part.finish_reason is not None:
-                        answer.finish_reason = part.finish_reason
-                    delta = part.delta
-                    content.append(delta.content or delta.refusal or "")
-                    for call_delta in delta.tool_calls or []:
-                        acc = calls.setdefault(
-                            call_delta.index, {"id": None, "name": "", "arguments": []}
-                        )
-                        acc["id"] = call_delta.id or acc["id"]
-                        if call_delta.function is not None:
-                            acc["name"] += call_delta.function.name or ""
-                            acc["arguments"].append(call_delta.function.arguments or "")
-        answer.content = "".join(content)
-        chosen = [c for c in calls.values() if c["name"] == function] or list(calls.values())
-        if chosen:
-            answer.arguments = "".join(chosen[0]["arguments"])
-            answer.tool_call_id = chosen[0]["id"]
-            answer.tool_name = chosen[0]["name"] or function
-        return answer
-
-    def _status_error(self, exc: openai.APIStatusError) -> AgentError:
-        """The project's error for an HTTP error status (retried when ``_Retryable``)."""
-        status = exc.status_code
-        code = exc.code or ""
-        detail = f"HTTP {status}{f' {code}' if code else ''}: {_error_message(exc, self._key)}"
-        where = self._where()
-        if status == 429 and code == "insufficient_quota":
-            return SystemicAgentError(
-                f"{where}: the account has no quota left ({detail}); add credit or use "
-                "another key or model"
-            )
-        if status in RETRY_STATUSES or status >= 500:
-            return _Retryable(
-                f"{where}: {detail}", retry_after_s=retry_after_s(exc.response.headers)
-            )
-        if status == 401:
-            return SystemicAgentError(
-                f"{where}: the server rejected the API key from ${self.api_key_env} ({detail}); "
-                f"set a valid key in {self.api_key_env} (or name another variable with "
-                "api_key_env in pact.yaml)"
-            )
-        if status == 403:
-            return SystemicAgentError(
-                f"{where}: the key from ${self.api_key_env} may not use this model or endpoint "
-                f"({detail}); grant access or choose another model in pact.yaml"
-            )
-        if status == 404:
-            return SystemicAgentError(
-                f"{where}: model {self.model!r} or the chat completions endpoint does not exist "
-                f"there ({detail}); check model and base_url under agents: in pact.yaml"
-            )
-        text = detail.lower()
-        if code == "context_length_exceeded" or re.search(r"context[ _]length", text):
-            return PermanentAgentError(
-                f"{where}: the prompt does not fit the model's context ({detail}); use a model "
-                "with a longer context, a smaller max_tokens or a smaller component"
-            )
-        return PermanentAgentError(f"{where}: the server refused the request ({detail})")
+            return answer_from_chunks(stream, function)
 
     def _wait(self, state: RetryCallState) -> float:
         """Seconds before the next try: what the server asked for, else capped backoff."""
         outcome = state.outcome
         failure = outcome.exception() if outcome is not None else None
-        if isinstance(failure, _Retryable) and failure.retry_after_s is not None:
+        if isinstance(failure, Retryable) and failure.retry_after_s is not None:
             return min(max(failure.retry_after_s, 0.0), self.backoff_cap_s)
         backoff = _wait_exponential_jitter(
             multiplier=self.backoff_base_s, max=self.backoff_cap_s, jitter=self.backoff_base_s
@@ -470,9 +327,9 @@ class OpenAIBackend:
             if self._client is None:
                 key = os.environ.get(self.api_key_env, "").strip()
                 if not key:
-                    if not _is_loopback(self.base_url):
+                    if not is_loopback(self.base_url):
                         raise SystemicAgentError(
-                            f"{self._where()}: no API key: set the environment variable "
+                            f"{self.where()}: no API key: set the environment variable "
                             f"{self.api_key_env} where the agents run (api_key_env in "
                             "pact.yaml names another variable)"
                         )
@@ -485,16 +342,10 @@ class OpenAIBackend:
                 )
             return self._client
 
-    def _conversation(self, prompt: Prompt, correction: str | None) -> _Conversation:
-        current: _Conversation | None = getattr(self._local, "conversation", None)
+    def _conversation(self, prompt: Prompt, correction: str | None) -> Conversation:
+        current: Conversation | None = getattr(self._local, "conversation", None)
         if correction is None or current is None or current.prompt != prompt:
-            current = _Conversation(
-                prompt,
-                [
-                    {"role": "system", "content": prompt.system},
-                    {"role": "user", "content": prompt.user},
-                ],
-            )
+            current = Conversation.start(prompt)
             self._local.conversation = current
         if correction is not None:
             current.messages.append({"role": "user", "content": correction})
@@ -504,7 +355,7 @@ class OpenAIBackend:
         if usage is None:
             log.warning(
                 "%s: the server reported no token usage; counting 0 tokens for this call",
-                self._where(),
+                self.where(),
             )
             return Usage()
         details = usage.prompt_tokens_details
@@ -517,50 +368,12 @@ class OpenAIBackend:
             overrides=self.prices,
         )
 
-    def _where(self) -> str:
-        return f"openai model {self.model!r} at {_display_url(self.base_url)}"
+    def where(self) -> str:
+        """``openai model 'm' at URL``: which server and model, for messages."""
+        return f"openai model {self.model!r} at {display_url(self.base_url)}"
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def _assistant_turn(answer: _Answer, function: str) -> list[ChatCompletionMessageParam]:
-    """The messages that repeat ``answer`` to the model before a correction."""
-    if answer.arguments is None:
-        return [{"role": "assistant", "content": answer.content}]
-    call_id = answer.tool_call_id or "call_0"
-    return [
-        {
-            "role": "assistant",
-            "content": answer.content or None,
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {
-                        "name": answer.tool_name or function,
-                        "arguments": answer.arguments,
-                    },
-                }
-            ],
-        },
-        # A tool call must be answered before the conversation goes on.
-        {"role": "tool", "tool_call_id": call_id, "content": "Not accepted; see below."},
-    ]
-
-
-def _parse_json(text: str) -> Any:
-    """The JSON value of an answer (a fenced block too), or None when it is not JSON."""
-    stripped = text.strip()
-    fenced = _FENCE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1).strip()
-    if not stripped:
-        return None
-    try:
-        return json.loads(stripped)
-    except ValueError:
-        return None
 
 
 def _resolve_base_url(base_url: str | None) -> str:
@@ -568,59 +381,11 @@ def _resolve_base_url(base_url: str | None) -> str:
     parts = urlsplit(url)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise InputError(
-            f"agents: base_url {_display_url(url)!r} is not an http(s) URL; "
+            f"agents: base_url {display_url(url)!r} is not an http(s) URL; "
             "expected e.g. http://127.0.0.1:8000/v1"
         )
     return url.rstrip("/")
 
 
-def _is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _is_openai(url: str) -> bool:
     return (urlsplit(url).hostname or "").endswith("api.openai.com")
-
-
-def _display_url(url: str) -> str:
-    """The URL without any user:password part."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
-def _redact(text: str, key: str | None) -> str:
-    if key and key != LOCAL_PLACEHOLDER_KEY and len(key) >= 4:
-        text = text.replace(key, "[redacted]")
-    return _SECRET_LIKE.sub("[redacted]", text)
-
-
-def _scrubbed(exc: openai.OpenAIError, key: str | None) -> openai.OpenAIError:
-    """``exc`` with the key taken out of its message and body (a server may echo it):
-    it is chained to the error we raise, so tracebacks and logs print it."""
-    exc.args = tuple(_redact(a, key) if isinstance(a, str) else a for a in exc.args)
-    if isinstance(exc, openai.APIError):
-        exc.message = _redact(exc.message, key)
-        if isinstance(exc.body, dict) and isinstance(exc.body.get("message"), str):
-            exc.body = {**exc.body, "message": _redact(exc.body["message"], key)}
-    return exc
-
-
-def _error_message(exc: openai.APIStatusError, key: str | None) -> str:
-    """The server's own words: the ``message`` of its error object, else the SDK's."""
-    body = exc.body
-    message = body.get("message") if isinstance(body, dict) else None
-    return _redact(message if isinstance(message, str) and message else exc.message, key)
-
-
-def _cause_name(exc: BaseException) -> str:
-    return type(exc.__cause__).__name__ if exc.__cause__ is not None else ""
