@@ -1,6 +1,7 @@
 """The control plane: wavefront, run state, audit log, policies, executors, CLI."""
 
-from scheduler.run import RunController, load_state, start_run
+from scheduler.launch import load_state, start_run
+from scheduler.run import RunController
 from scheduler.settings import Settings, load_settings
 from scheduler.state import RunState, RunStatus, fold
 from scheduler.wavefront import ComponentState, SchedulingMode, WavefrontScheduler

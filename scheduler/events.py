@@ -13,7 +13,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from pact_workers.models.testing import TestResults
-from pact_workers.models.work import ErrorClass, FailureNote, Phase, SuspensionKind, Usage
+from pact_workers.models.work import (
+    ErrorClass,
+    FailureNote,
+    Phase,
+    ResultMessage,
+    SuspensionKind,
+    Usage,
+)
 
 
 def utc_now() -> str:
@@ -64,6 +71,23 @@ class ItemSucceeded(_ItemEvent):
     discovered_dependencies: list[str] = Field(default_factory=list)
     external_dependencies: list[str] = Field(default_factory=list)
 
+    @classmethod
+    def from_result(
+        cls, result: ResultMessage, *, files: list[str], discovered: list[str], external: list[str]
+    ) -> ItemSucceeded:
+        return cls(
+            component_id=result.component_id,
+            phase=result.phase,
+            attempt=result.attempt,
+            output=result.output or "",
+            files=files,
+            test_results=result.test_results,
+            usage=result.usage,
+            duration_s=result.duration_s,
+            discovered_dependencies=discovered,
+            external_dependencies=external,
+        )
+
 
 class ItemFailed(_ItemEvent):
     type: Literal["item_failed"] = "item_failed"
@@ -81,6 +105,31 @@ class ItemFailed(_ItemEvent):
     #: Typed suspension while the item cannot proceed (seed 002): ``wild`` for a
     #: schema violation or a stalled agent, ``void`` for a contradiction (a cycle).
     suspension: SuspensionKind | None = None
+
+    @classmethod
+    def from_result(
+        cls,
+        result: ResultMessage,
+        *,
+        decision: Literal["retry", "give_up", "pause"],
+        retry_at: float | None,
+        suspension: SuspensionKind | None,
+    ) -> ItemFailed:
+        return cls(
+            component_id=result.component_id,
+            phase=result.phase,
+            attempt=result.attempt,
+            error_class=result.error_class or ErrorClass.PERMANENT,
+            error_type=result.error_type,
+            error=result.error,
+            test_results=result.test_results,
+            usage=result.usage,
+            duration_s=result.duration_s,
+            output=result.output,
+            decision=decision,
+            retry_at=retry_at,
+            suspension=suspension,
+        )
 
 
 class ItemsSuspended(_Event):
@@ -109,6 +158,15 @@ class ArtifactsPromoted(_Event):
 class ResultDropped(_ItemEvent):
     type: Literal["result_dropped"] = "result_dropped"
     reason: str
+
+    @classmethod
+    def from_result(cls, result: ResultMessage, reason: str) -> ResultDropped:
+        return cls(
+            component_id=result.component_id,
+            phase=result.phase,
+            attempt=result.attempt,
+            reason=reason,
+        )
 
 
 class RunPaused(_Event):

@@ -76,6 +76,19 @@ class ProjectDir:
             return self.contracts_dir / component_id / "tests"
         return self.implementations_dir / component_id / "src"
 
+    def files_missing(
+        self, component_id: str, phase: Phase, output: str | None, store: ArtifactStore
+    ) -> bool:
+        """True when verified ``output`` has files missing from where it was promoted."""
+        if output is None:
+            return False
+        dest = self.destination(component_id, phase)
+        if phase is Phase.CONTRACT:
+            return not (dest / "interface.json").is_file()
+        return any(
+            not (dest / rel.split("/", 1)[1]).is_file() for rel in store.get_manifest(output)
+        )
+
     def promote(
         self,
         component_id: str,

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pact_workers.errors import InputError
 from pact_workers.fleet import keys
 from pact_workers.models.tree import load_tree
-from scheduler.run import new_run_id
+from scheduler.launch import new_run_id
 
 RunState = Literal["queued", "active", "paused", "completed", "failed", "rejected"]
 

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import logging
 import random
-import secrets
 import time
 from collections.abc import Callable
 
 from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import PactError, RunDirError, VerificationError
-from pact_workers.models.tree import DecompositionTree, find_cycle, implementation_edges
 from pact_workers.models.work import (
     IN_FLIGHT,
     ROLE_FOR_PHASE,
@@ -27,89 +25,34 @@ from pact_workers.models.work import (
     ItemStatus,
     Phase,
     ResultMessage,
-    SuspensionKind,
-    TaskMessage,
 )
 from pact_workers.verify import verify_contract
-from scheduler.activity import ActivityTracker
+from scheduler.attempts import new_attempt
 from scheduler.audit import AuditLog, read_events
 from scheduler.budget import check_dispatch
+from scheduler.discovery import contract_dependencies
 from scheduler.events import (
     ArtifactsPromoted,
     Event,
-    ItemDispatched,
     ItemFailed,
     ItemsPoisoned,
-    ItemsSuspended,
     ItemSucceeded,
     ResultDropped,
-    RunCompleted,
-    RunFailed,
     RunPaused,
-    RunStarted,
 )
 from scheduler.executors.base import Executor
-from scheduler.failures import recent_failures, repeated_errors
 from scheduler.inputs import build_inputs
+from scheduler.leases import LeaseBook, interrupted, lease_failure
 from scheduler.policy import DEPENDENCY_CYCLE, STALLED, WORKER_LOST, decide
 from scheduler.project import ProjectDir
 from scheduler.settings import Settings
-from scheduler.state import INTERRUPTED, RunState, RunStatus, apply, fold, item_key
-from scheduler.systemic import detect_systemic_failure
+from scheduler.state import RunState, RunStatus, apply, fold, item_key
+from scheduler.verdicts import budget_stop, run_end, systemic_pause
 from scheduler.wavefront import Key, WavefrontScheduler
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[[Event, RunState], None]
-
-
-def new_run_id() -> str:
-    return secrets.token_hex(6)
-
-
-def start_run(
-    project: ProjectDir,
-    tree: DecompositionTree,
-    *,
-    tree_bytes: bytes,
-    settings: Settings,
-    agent: str = "",
-    agent_options: dict[str, str] | None = None,
-    sandbox: str = "",
-    run_id: str | None = None,
-) -> str:
-    """Create the run directory and log ``run_started``; the tree is already validated."""
-    if project.has_run():
-        raise RunDirError(
-            f"{project.root}: already holds a run; use `pact status` or `pact resume`, "
-            "or choose another --project directory"
-        )
-    run_id = run_id or new_run_id()
-    project.tree_path.parent.mkdir(parents=True, exist_ok=True)
-    project.tree_path.write_bytes(tree_bytes)
-    with AuditLog(project.audit_path) as audit:
-        event = audit.append(
-            RunStarted(
-                run_id=run_id,
-                tree=tree.model_dump(mode="json"),
-                settings=settings.model_dump(mode="json"),
-                agent=agent,
-                agent_options=dict(agent_options or {}),
-                sandbox=sandbox,
-            )
-        )
-    project.write_state(fold([event]))
-    return run_id
-
-
-def load_state(project: ProjectDir) -> tuple[RunState, list[str]]:
-    """Rebuild the state from the audit log (never from state.json)."""
-    project.require_run()
-    events, warnings = read_events(project.audit_path)
-    state = fold(events)
-    state.project_dir = str(project.root)
-    state.warnings = warnings
-    return state, warnings
 
 
 class RunController:
@@ -140,8 +83,8 @@ class RunController:
         self.audit = AuditLog(project.audit_path)
         self.state = RunState()
         self.scheduler: WavefrontScheduler | None = None
-        #: One tracker per in-flight attempt: its lease, renewed by worker activity.
-        self.trackers: dict[tuple[str, Phase, int], ActivityTracker] = {}
+        #: The lease of every in-flight attempt, renewed by worker activity.
+        self.leases = LeaseBook(self.clock)
 
     # -- lifecycle --------------------------------------------------------
 
@@ -239,43 +182,23 @@ class RunController:
                 [(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()]
             )
             for item in self.state.in_flight():
-                tracker = ActivityTracker(clock=self.clock)
-                tracker.record_activity("dispatch")
-                self.trackers[(item.component_id, item.phase, item.attempt)] = tracker
+                self.leases.grant((item.component_id, item.phase, item.attempt))
         # In-process attempts died with the previous scheduler: dispatch them again
         # under a new attempt number.
-        for item in [] if self.executor.survives_restart else self.state.in_flight():
-            self._log(
-                ItemFailed(
-                    component_id=item.component_id,
-                    phase=item.phase,
-                    attempt=item.attempt,
-                    error_class=ErrorClass.TRANSIENT,
-                    error_type=INTERRUPTED,
-                    error="the scheduler stopped while this attempt was in flight",
-                    decision="retry",
-                    retry_at=now,
-                )
-            )
+        if not self.executor.survives_restart:
+            for item in self.state.in_flight():
+                self._log(interrupted((item.component_id, item.phase, item.attempt), now))
         # Verified outputs whose promotion a crash cut short, or whose files have
         # gone missing from the project since, are promoted (again) from the store.
         # Files that exist but differ are left alone: that is drift, for a human.
         for item in list(self.state.items.values()):
             if item.status is ItemStatus.DONE and (
-                not item.promoted or self._files_missing(item.component_id, item.phase)
+                not item.promoted
+                or self.project.files_missing(
+                    item.component_id, item.phase, item.output, self.store
+                )
             ):
                 self._promote(item.component_id, item.phase)
-
-    def _files_missing(self, component_id: str, phase: Phase) -> bool:
-        output = self.state.item(component_id, phase).output
-        dest = self.project.destination(component_id, phase)
-        if output is None:
-            return False
-        if phase is Phase.CONTRACT:
-            return not (dest / "interface.json").is_file()
-        return any(
-            not (dest / rel.split("/", 1)[1]).is_file() for rel in self.store.get_manifest(output)
-        )
 
     def _log(self, event: Event) -> Event:
         stored = self.audit.append(event)
@@ -314,26 +237,9 @@ class RunController:
             else:
                 blocked.append(((cid, phase), reason))
         if blocked and not allowed and not self.state.in_flight():
-            self._suspend_for_budget(blocked)
+            for event in budget_stop(self.state, blocked[0][1]):
+                self._log(event)
         return allowed
-
-    def _suspend_for_budget(self, blocked: list[tuple[Key, str]]) -> None:
-        """Nothing can be dispatched within the budget: the run stops until it is raised."""
-        reason = blocked[0][1]
-        pending = [
-            (i.component_id, i.phase)
-            for i in self.state.items.values()
-            if i.status is ItemStatus.PENDING
-        ]
-        self._log(
-            ItemsSuspended(kind=SuspensionKind.FAR, reason=f"budget: {reason}", items=pending)
-        )
-        self._log(
-            RunFailed(
-                reason=f"budget exceeded: {reason}; raise budget_usd or phase_caps in "
-                "pact.yaml, then `pact resume`"
-            )
-        )
 
     def dispatch(self, component_id: str, phase: Phase) -> None:
         """Log and send one new attempt of a ready item."""
@@ -344,40 +250,17 @@ class RunController:
         except (VerificationError, PactError) as exc:
             self._fail_without_attempt(component_id, phase, attempt, str(exc))
             return
-        role = ROLE_FOR_PHASE[phase].value
-        timeout_s = float(self.settings.timeouts.get_timeout(role))
-        feedback = [f for f in item.failures if f.summary]
-        self._log(
-            ItemDispatched(
-                component_id=component_id,
-                phase=phase,
-                attempt=attempt,
-                role=role,
-                inputs=inputs,
-                verify_inputs=verify_inputs,
-                feedback=feedback,
-                timeout_s=timeout_s,
-            )
+        event, task = new_attempt(
+            self.state,
+            self.settings,
+            component_id,
+            phase,
+            inputs=inputs,
+            verify_inputs=verify_inputs,
         )
-        tracker = ActivityTracker(clock=self.clock)
-        tracker.record_activity("dispatch")
-        self.trackers[(component_id, phase, attempt)] = tracker
-        self.executor.submit(
-            TaskMessage(
-                run_id=self.state.run_id,
-                component_id=component_id,
-                phase=phase,
-                attempt=attempt,
-                inputs=inputs,
-                verify_inputs=verify_inputs,
-                feedback=feedback,
-                environment=self.settings.environment,
-                timeout_s=min(timeout_s, self.settings.verify_timeout_s),
-                agent=self.state.agent or "replay",
-                agent_options=self.state.agent_options,
-                sandbox=self.state.sandbox or "local",
-            )
-        )
+        self._log(event)
+        self.leases.grant((component_id, phase, attempt))
+        self.executor.submit(task)
 
     def _fail_without_attempt(
         self, component_id: str, phase: Phase, attempt: int, error: str
@@ -398,53 +281,27 @@ class RunController:
     # -- leases -----------------------------------------------------------
 
     def _renew_leases(self) -> None:
-        for cid, phase, attempt in self.executor.activity():
-            tracker = self.trackers.get((cid, phase, attempt))
-            if tracker is not None:
-                tracker.record_activity("heartbeat")
+        self.leases.renew(self.executor.activity())
+
+    def _expire_leases(self) -> None:
+        """An attempt whose worker went quiet past its role's timeout is retried."""
+        timeouts = self.settings.timeouts
+        in_flight = [(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()]
+        for lease in self.leases.expired(
+            in_flight, lambda phase: timeouts.get_timeout(ROLE_FOR_PHASE[phase].value)
+        ):
+            timeout_s = timeouts.get_timeout(ROLE_FOR_PHASE[lease[1]].value)
+            error = f"TimeoutError: no activity from the worker for {timeout_s}s"
+            self._fail(lease_failure(self.state.run_id, lease, STALLED, error))
 
     def _reclaim_lost(self) -> None:
         """Attempts whose worker stopped renewing its lease are dispatched again."""
         current = {(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()}
-        for cid, phase, attempt in self.executor.lost():
-            if (cid, phase, attempt) not in current:
-                continue
-            self.trackers.pop((cid, phase, attempt), None)
-            self._fail(
-                ResultMessage(
-                    run_id=self.state.run_id,
-                    component_id=cid,
-                    phase=phase,
-                    attempt=attempt,
-                    outcome="error",
-                    error_class=ErrorClass.TRANSIENT,
-                    error_type=WORKER_LOST,
-                    error="WorkerLost: the worker's lease expired (it stopped or lost Redis)",
-                )
-            )
-
-    def _expire_leases(self) -> None:
-        """An attempt whose worker went quiet past its role's timeout is retried."""
-        for item in self.state.in_flight():
-            lease = (item.component_id, item.phase, item.attempt)
-            tracker = self.trackers.get(lease)
-            if tracker is None:
-                continue
-            timeout_s = self.settings.timeouts.get_timeout(ROLE_FOR_PHASE[item.phase].value)
-            if tracker.is_idle(timeout_s):
-                self.trackers.pop(lease, None)
-                self._fail(
-                    ResultMessage(
-                        run_id=self.state.run_id,
-                        component_id=item.component_id,
-                        phase=item.phase,
-                        attempt=item.attempt,
-                        outcome="error",
-                        error_class=ErrorClass.TRANSIENT,
-                        error_type=STALLED,
-                        error=f"TimeoutError: no activity from the worker for {timeout_s}s",
-                    )
-                )
+        for lease in self.executor.lost():
+            if lease in current:
+                self.leases.release(lease)
+                error = "WorkerLost: the worker's lease expired (it stopped or lost Redis)"
+                self._fail(lease_failure(self.state.run_id, lease, WORKER_LOST, error))
 
     # -- results ----------------------------------------------------------
 
@@ -457,18 +314,20 @@ class RunController:
         key = item_key(result.component_id, result.phase)
         item = self.state.items.get(key)
         if result.run_id != self.state.run_id or item is None:
-            self._log(_dropped(result, "result for another run or an unknown item"))
+            self._log(
+                ResultDropped.from_result(result, "result for another run or an unknown item")
+            )
             return
         if item.status not in IN_FLIGHT or item.attempt != result.attempt:
             self._log(
-                _dropped(
+                ResultDropped.from_result(
                     result,
                     f"attempt {result.attempt} is not the current attempt "
                     f"({item.attempt}, {item.status.value})",
                 )
             )
             return
-        self.trackers.pop((result.component_id, result.phase, result.attempt), None)
+        self.leases.release((result.component_id, result.phase, result.attempt))
         if result.outcome == "ok" and result.output is not None:
             self._succeed(result)
         else:
@@ -479,7 +338,12 @@ class RunController:
         external: list[str] = []
         if result.phase is Phase.CONTRACT:
             try:
-                discovered, external = self._contract_dependencies(result)
+                contract = verify_contract(
+                    self.store.get_bundle(result.output or ""), result.component_id
+                )
+                discovered, external = contract_dependencies(
+                    self.state, contract, result.component_id
+                )
             except VerificationError as exc:
                 self._fail(
                     result.model_copy(
@@ -494,66 +358,16 @@ class RunController:
                 return
         files = sorted(self.store.get_manifest(result.output or ""))
         self._log(
-            ItemSucceeded(
-                component_id=result.component_id,
-                phase=result.phase,
-                attempt=result.attempt,
-                output=result.output or "",
-                files=files,
-                test_results=result.test_results,
-                usage=result.usage,
-                duration_s=result.duration_s,
-                discovered_dependencies=discovered,
-                external_dependencies=external,
-            )
+            ItemSucceeded.from_result(result, files=files, discovered=discovered, external=external)
         )
         self._promote(result.component_id, result.phase)
-
-    def _contract_dependencies(self, result: ResultMessage) -> tuple[list[str], list[str]]:
-        """Split a new contract's dependencies into internal and external; reject cycles."""
-        assert self.state.tree is not None
-        contract = verify_contract(self.store.get_bundle(result.output or ""), result.component_id)
-        nodes = self.state.tree.nodes
-        cid = result.component_id
-        known = self.state.dependencies.get(cid, [])
-        internal = [d for d in contract.dependencies if d in nodes and d != cid]
-        external = [d for d in contract.dependencies if d not in nodes]
-        external += list(contract.external_dependencies)
-        new = [d for d in dict.fromkeys(internal) if d not in known]
-        if new:
-            deps = {c: list(v) for c, v in self.state.dependencies.items()}
-            deps[cid] = [*known, *new]
-            tree = self.state.tree.model_copy(
-                update={
-                    "nodes": {
-                        c: n.model_copy(update={"dependencies": deps.get(c, [])})
-                        for c, n in nodes.items()
-                    }
-                }
-            )
-            cycle = find_cycle(implementation_edges(tree))
-            if cycle:
-                raise VerificationError(
-                    f"component {cid!r}: its contract's dependencies {new} create a cycle: "
-                    + " -> ".join(cycle)
-                )
-        return new, list(dict.fromkeys(external))
 
     def _fail(self, result: ResultMessage) -> None:
         item = self.state.item(result.component_id, result.phase)
         decision = decide(result, item, self.settings, now=self.clock(), rng=self.rng)
         self._log(
-            ItemFailed(
-                component_id=result.component_id,
-                phase=result.phase,
-                attempt=result.attempt,
-                error_class=result.error_class or ErrorClass.PERMANENT,
-                error_type=result.error_type,
-                error=result.error,
-                test_results=result.test_results,
-                usage=result.usage,
-                duration_s=result.duration_s,
-                output=result.output,
+            ItemFailed.from_result(
+                result,
                 decision=decision.action,
                 retry_at=decision.retry_at,
                 suspension=decision.suspension,
@@ -572,33 +386,9 @@ class RunController:
 
     def _detect_systemic(self) -> None:
         """Pause when ``systemic_threshold`` components of a phase fail the same way."""
-        for phase, results in recent_failures(self.state).items():
-            pattern = detect_systemic_failure(results, threshold=self.settings.systemic_threshold)
-            if pattern is not None:
-                self._log(
-                    RunPaused(
-                        reason=f"systemic failure in phase {phase.value}: {pattern.pattern_type} "
-                        f"on {', '.join(pattern.affected_components)} ({pattern.sample_error})",
-                        recommendation=pattern.recommendation,
-                        pattern_type=pattern.pattern_type,
-                        affected_components=pattern.affected_components,
-                    )
-                )
-                return
-        repeated = repeated_errors(self.state, self.settings.systemic_threshold)
-        if repeated is not None:
-            phase, sample, components = repeated
-            self._log(
-                RunPaused(
-                    reason=f"systemic failure in phase {phase.value}: the same error on "
-                    f"{', '.join(components)} ({sample})",
-                    recommendation="the same error on every component points at the agent's "
-                    "configuration (model, credentials, prompt), not at the components: fix it, "
-                    "then `pact resume` (failed items get a fresh start)",
-                    pattern_type="repeated_error",
-                    affected_components=components,
-                )
-            )
+        pause = systemic_pause(self.state, self.settings.systemic_threshold)
+        if pause is not None:
+            self._log(pause)
 
     def _poison(self, component_id: str, phase: Phase) -> None:
         assert self.scheduler is not None
@@ -648,25 +438,4 @@ class RunController:
         """Log the run's end: completed when every item is done, else failed."""
         if self.state.status is not RunStatus.ACTIVE:
             return
-        statuses = [i.status for i in self.state.items.values()]
-        if all(s is ItemStatus.DONE for s in statuses):
-            self._log(RunCompleted())
-            return
-        failed = [i for i in self.state.items.values() if i.status is ItemStatus.FAILED]
-        if failed:
-            reason = "; ".join(
-                f"{i.component_id}/{i.phase.value} failed: {i.last_error}" for i in failed
-            )
-        else:
-            stuck = [k for k, i in self.state.items.items() if i.status is ItemStatus.PENDING]
-            reason = f"no item can make progress: {', '.join(stuck)}"
-        self._log(RunFailed(reason=reason))
-
-
-def _dropped(result: ResultMessage, reason: str) -> ResultDropped:
-    return ResultDropped(
-        component_id=result.component_id,
-        phase=result.phase,
-        attempt=result.attempt,
-        reason=reason,
-    )
+        self._log(run_end(self.state))

@@ -35,10 +35,11 @@ from pact_workers.fleet.tiered import TieredBlobStore
 from pact_workers.models.tree import load_tree
 from pact_workers.models.work import ROLE_FOR_PHASE, ItemStatus, Phase, Role
 from scheduler.executors.celery import CeleryExecutor, CeleryFleet
+from scheduler.launch import start_run
 from scheduler.metrics import SchedulerMetrics
 from scheduler.project import ProjectDir
 from scheduler.registry import RunEntry, Submission, list_runs, update_run
-from scheduler.run import RunController, start_run
+from scheduler.run import RunController
 from scheduler.settings import load_settings
 from scheduler.state import RunState
 

@@ -19,8 +19,8 @@ from scheduler.events import (
     RunFailed,
     RunPaused,
 )
+from scheduler.launch import start_run
 from scheduler.project import ProjectDir
-from scheduler.run import start_run
 from scheduler.settings import Settings
 
 

@@ -20,8 +20,8 @@ from pact_workers.sandbox import LocalSandbox
 from scheduler.audit import read_events
 from scheduler.commands import drive_run
 from scheduler.events import ItemDispatched, ItemFailed, ItemsPoisoned
+from scheduler.launch import start_run
 from scheduler.project import ProjectDir
-from scheduler.run import start_run
 from scheduler.settings import Settings
 from scheduler.state import RunState, RunStatus
 

@@ -29,8 +29,9 @@ from scheduler.executors.simulated import (
     stigmergy_like_latency,
     total_work_s,
 )
+from scheduler.launch import start_run
 from scheduler.project import ProjectDir
-from scheduler.run import RunController, start_run
+from scheduler.run import RunController
 from scheduler.settings import Settings
 from scheduler.state import RunState, RunStatus
 from scheduler.wavefront import SchedulingMode, WorkGraph

@@ -1,0 +1,54 @@
+"""A new attempt of a work item: the event that records it and the task that runs it.
+
+Both are built from the same facts, so what the log says was dispatched is
+exactly what a worker receives.
+"""
+
+from __future__ import annotations
+
+from pact_workers.models.work import ROLE_FOR_PHASE, Phase, TaskMessage
+from scheduler.events import ItemDispatched
+from scheduler.settings import Settings
+from scheduler.state import RunState
+
+
+def new_attempt(
+    state: RunState,
+    settings: Settings,
+    component_id: str,
+    phase: Phase,
+    *,
+    inputs: dict[str, str],
+    verify_inputs: dict[str, str],
+) -> tuple[ItemDispatched, TaskMessage]:
+    """The next attempt of ``(component_id, phase)``, with the earlier failures as feedback."""
+    item = state.item(component_id, phase)
+    attempt = item.attempt + 1
+    role = ROLE_FOR_PHASE[phase].value
+    timeout_s = float(settings.timeouts.get_timeout(role))
+    feedback = [f for f in item.failures if f.summary]
+    event = ItemDispatched(
+        component_id=component_id,
+        phase=phase,
+        attempt=attempt,
+        role=role,
+        inputs=inputs,
+        verify_inputs=verify_inputs,
+        feedback=feedback,
+        timeout_s=timeout_s,
+    )
+    task = TaskMessage(
+        run_id=state.run_id,
+        component_id=component_id,
+        phase=phase,
+        attempt=attempt,
+        inputs=inputs,
+        verify_inputs=verify_inputs,
+        feedback=feedback,
+        environment=settings.environment,
+        timeout_s=min(timeout_s, settings.verify_timeout_s),
+        agent=state.agent or "replay",
+        agent_options=state.agent_options,
+        sandbox=state.sandbox or "local",
+    )
+    return event, task

@@ -1,0 +1,215 @@
+"""The fleet's commands: ``worker``, ``scheduler``, ``submit``, ``workers``, ``runs``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from pact_workers.errors import InputError
+from scheduler import commands
+from scheduler.cli.app import EXIT_BAD_INPUT, EXIT_OK, app, bad_input, err, out
+
+
+@app.command()
+def worker(
+    broker: Annotated[
+        str, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet's Redis")
+    ],
+    roles: Annotated[
+        str,
+        typer.Option(
+            envvar="PACT_ROLES", help="Comma-separated roles whose queues this worker takes"
+        ),
+    ] = "contract_author,test_author,code_author,integrator",
+    concurrency: Annotated[
+        int, typer.Option(envvar="PACT_CONCURRENCY", help="Attempts this worker runs at once")
+    ] = 2,
+    pool: Annotated[str, typer.Option(envvar="PACT_POOL", help="Celery pool")] = "prefork",
+    loglevel: Annotated[str, typer.Option(envvar="PACT_LOGLEVEL")] = "INFO",
+    lease_ttl: Annotated[
+        float,
+        typer.Option(
+            "--lease-ttl",
+            envvar="PACT_LEASE_TTL_S",
+            help="Seconds a running attempt's lease lives without renewal: how fast the "
+            "scheduler notices this worker died",
+        ),
+    ] = 10.0,
+    supervise: Annotated[
+        bool,
+        typer.Option(
+            envvar="PACT_SUPERVISE",
+            help="Restart the Celery worker (with backoff) whenever it exits without "
+            "being stopped by a signal",
+        ),
+    ] = True,
+) -> None:
+    """Start a fleet worker: `celery worker` on the queues of the given roles."""
+    try:
+        argv = commands.worker_argv(
+            broker_url=broker,
+            roles=roles,
+            concurrency=concurrency,
+            pool=pool,
+            loglevel=loglevel,
+            lease_ttl_s=lease_ttl,
+        )
+    except InputError as exc:
+        raise bad_input(exc) from exc
+    if supervise:
+        child = [sys.executable, "-m", "scheduler.cli", *sys.argv[1:], "--no-supervise"]
+        raise typer.Exit(commands.supervise(child, log=lambda m: err.print(m, highlight=False)))
+    from pact_workers.app import app as celery_app
+
+    # Celery's own exit status, so that a supervisor can tell a crash from a stop.
+    raise typer.Exit(celery_app.start(argv) or 0)
+
+
+BrokerOption = Annotated[
+    str, typer.Option("--broker", envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
+]
+
+
+@app.command("scheduler")
+def scheduler_service(
+    broker: BrokerOption,
+    runs_dir: Annotated[
+        Path, typer.Option(envvar="PACT_RUNS_DIR", help="Directory holding one project per run")
+    ],
+    max_in_flight: Annotated[
+        str,
+        typer.Option(
+            envvar="PACT_MAX_IN_FLIGHT",
+            help="Global caps per role across runs, e.g. code_author=8,integrator=2 "
+            "(default 16 each)",
+        ),
+    ] = "",
+    metrics_port: Annotated[
+        int, typer.Option(envvar="PACT_METRICS_PORT", help="Serve Prometheus metrics (0: off)")
+    ] = 0,
+    metrics_addr: Annotated[str, typer.Option(envvar="PACT_METRICS_ADDR")] = "127.0.0.1",
+) -> None:
+    """Run the scheduler service: drive every submitted run over the fleet."""
+    try:
+        service = commands.make_service(
+            broker_url=broker,
+            runs_dir=runs_dir,
+            max_in_flight=max_in_flight,
+            metrics_port=metrics_port,
+            metrics_addr=metrics_addr,
+        )
+    except InputError as exc:
+        raise bad_input(exc) from exc
+    service.install_signal_handlers()
+    err.print(f"scheduler service {service.service_id} driving runs in {runs_dir}")
+    service.run_forever()
+
+
+@app.command()
+def submit(
+    trees: Annotated[list[Path], typer.Argument(help="Tree files (JSON or YAML)")],
+    broker: BrokerOption,
+    priority: Annotated[
+        int, typer.Option(envvar="PACT_PRIORITY", help="0 (default) to 9: more gets more turns")
+    ] = 0,
+    agent: Annotated[str, typer.Option(envvar="PACT_AGENT", help="Agent backend")] = "replay",
+    replay_dir: Annotated[
+        Path | None, typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent")
+    ] = None,
+    sandbox: Annotated[
+        str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox the workers use: local or docker")
+    ] = "local",
+    settings: Annotated[
+        Path | None,
+        typer.Option(help="A pact.yaml whose agents: and prices: configure every run's agent"),
+    ] = None,
+) -> None:
+    """Submit trees to the scheduler service; each becomes a run with an id.
+
+    Every valid tree is queued even when another is rejected (exit code 2 then).
+    """
+    try:
+        queued, errors = commands.submit_batch(
+            broker_url=broker,
+            trees=trees,
+            priority=priority,
+            agent=agent,
+            replay_dir=replay_dir,
+            sandbox=sandbox,
+            settings_path=settings,
+        )
+    except InputError as exc:
+        raise bad_input(exc) from exc
+    for entry in queued:
+        out.print(f"{entry.name}: queued as run {entry.run_id}", highlight=False)
+    for error in errors:
+        err.print(f"[bold red]rejected:[/] {error}", highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_BAD_INPUT if errors else EXIT_OK)
+
+
+@app.command()
+def workers(
+    broker: BrokerOption,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """List the fleet's live workers (their heartbeats) and the roles none serves."""
+    try:
+        found = commands.fleet_workers(broker)
+    except InputError as exc:
+        raise bad_input(exc) from exc
+    missing = commands.roles_without_workers(found)
+    if as_json:
+        out.print_json(json.dumps({"workers": found, "roles_without_workers": missing}))
+        raise typer.Exit(EXIT_OK)
+    table = Table("worker", "roles", "host", "pid", "concurrency", "last heartbeat")
+    now = time.time()
+    for worker_id, info in sorted(found.items()):
+        table.add_row(
+            worker_id,
+            ", ".join(info.get("roles", [])),
+            str(info.get("hostname", "")),
+            str(info.get("pid", "")),
+            str(info.get("concurrency") or ""),
+            f"{now - float(info.get('heartbeat_at', now)):.0f} s ago",
+        )
+    out.print(table)
+    if missing:
+        err.print(f"[yellow]no live worker serves:[/] {', '.join(missing)}", highlight=False)
+    raise typer.Exit(EXIT_OK)
+
+
+@app.command()
+def runs(
+    broker: BrokerOption,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """List the runs the scheduler service knows, with their state."""
+    try:
+        entries = commands.list_service_runs(broker_url=broker)
+    except InputError as exc:
+        raise bad_input(exc) from exc
+    if as_json:
+        out.print_json(json.dumps([e.model_dump() for e in entries]))
+        raise typer.Exit(EXIT_OK)
+    table = Table()
+    for col in ("run", "tree", "state", "priority", "items", "cost $", "submitted", "reason"):
+        table.add_column(col)
+    for e in entries:
+        table.add_row(
+            e.run_id,
+            e.name,
+            e.state,
+            str(e.priority),
+            f"{e.items_done}/{e.items_total}",
+            f"{e.cost_usd:.4f}",
+            e.submitted_at,
+            e.reason[:60],
+        )
+    out.print(table)
+    raise typer.Exit(EXIT_OK)

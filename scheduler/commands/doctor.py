@@ -1,0 +1,171 @@
+"""``pact doctor``: everything a run needs, checked, with how to fix what is missing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pact_workers.errors import InputError
+from pact_workers.fleet.connection import check_redis_url, redis_from_url
+from pact_workers.models.environment import EnvironmentSpec
+from pact_workers.sandbox.base import SandboxRequest
+from scheduler.commands.agents import SANDBOXES
+from scheduler.commands.fleet import fleet_workers, roles_without_workers
+from scheduler.project import ProjectDir
+from scheduler.settings import load_settings
+
+Check = tuple[str, str, bool, str]  # section, what, passed, detail or how to fix it
+
+
+def doctor_checks(
+    *, project_dir: Path, sandbox: str = "local", broker_url: str | None = None
+) -> list[Check]:
+    """Everything a run needs, checked: the environment, Docker, the sandbox image, Redis.
+
+    Docker and the sandbox image are checked always but count as failures only for
+    ``--sandbox docker``; Redis only when a broker URL is given.
+    """
+    if sandbox not in SANDBOXES:
+        raise InputError(f"unknown sandbox {sandbox!r}; choose one of: {', '.join(SANDBOXES)}")
+    settings = load_settings(ProjectDir(project_dir).settings_path)
+    env = settings.environment
+    checks: list[Check] = []
+    python = env.resolve_python()
+    checks.append(
+        (
+            "environment",
+            f"python interpreter {env.python_path!r}",
+            python is not None,
+            python or "not on PATH: set environment.python_path in pact.yaml to an absolute path",
+        )
+    )
+    checks.append(
+        (
+            "environment",
+            "PATH inherited from the parent",
+            env.inherit_path,
+            env.path_value() if env.inherit_path else f"PATH is {env.path_value()}",
+        )
+    )
+    missing = set(env.validate_environment())
+    for tool in env.required_tools:
+        found = shutil.which(tool, path=env.path_value())
+        checks.append(
+            (
+                "environment",
+                f"required tool {tool!r}",
+                tool not in missing,
+                found
+                or "not found: install it or add its directory to environment.extra_path_dirs",
+            )
+        )
+    checks += _docker_checks(env, required=sandbox == "docker")
+    if broker_url:
+        redis_check = _redis_check(broker_url)
+        checks.append(redis_check)
+        if redis_check[2]:
+            checks.append(_workers_check(broker_url))
+    return checks
+
+
+def _docker_checks(env: EnvironmentSpec, *, required: bool) -> list[Check]:
+    from pact_workers.errors import PactError as _PactError
+    from pact_workers.sandbox.docker import DockerSandbox, connect_from_env
+    from pact_workers.sandbox.images import default_base_image
+
+    def check(what: str, ok: bool, detail: str) -> Check:
+        # Docker problems are only failures for a project that uses the Docker sandbox.
+        return (
+            "docker",
+            what,
+            ok or not required,
+            detail
+            if ok
+            else (detail if required else f"{detail} (only needed for --sandbox docker)"),
+        )
+
+    try:
+        client = connect_from_env(timeout_s=5)
+    except (ImportError, _PactError) as exc:
+        return [check("Docker engine", False, f"{exc}")]
+    try:
+        version = client.version().get("Version", "?")
+        out = [check("Docker engine", True, f"version {version}")]
+        base = default_base_image()
+        try:
+            client.images.get(base)
+            out.append(check(f"sandbox base image {base!r}", True, "present"))
+        except Exception:
+            out.append(
+                check(
+                    f"sandbox base image {base!r}",
+                    False,
+                    "missing: run sandbox_images/build-base.sh (no registry needed), or set "
+                    "PACT_SANDBOX_BASE_IMAGE to an image with python3 (e.g. python:3.11-slim)",
+                )
+            )
+            return out
+        if required:
+            sandbox = DockerSandbox(client, sweep=False)
+            try:
+                tag = sandbox.image_for(env)
+                result = sandbox.run(
+                    SandboxRequest(
+                        command=["{python}", "-c", "print('ok')"], environment=env, timeout_s=60
+                    )
+                )
+                ok = result.exit_code == 0 and result.stdout.strip() == "ok"
+                out.append(
+                    check(
+                        f"sandbox image {tag!r} runs the interpreter and has the required tools",
+                        ok,
+                        result.stderr.strip()[-300:] or "ok",
+                    )
+                )
+            except _PactError as exc:
+                out.append(check("sandbox image for this environment", False, str(exc)))
+        return out
+    finally:
+        client.close()
+
+
+def _workers_check(broker_url: str) -> Check:
+    workers = fleet_workers(broker_url)
+    missing = roles_without_workers(workers)
+    if not workers:
+        detail = "none: start `pact worker --broker URL` (every role by default)"
+    elif missing:
+        detail = (
+            f"{len(workers)} live; no worker serves {', '.join(missing)}: start "
+            f"`pact worker --roles {','.join(missing)} --broker URL`"
+        )
+    else:
+        detail = f"{len(workers)} live, every role served"
+    return ("redis", "fleet workers", not missing, detail)
+
+
+def _redis_check(broker_url: str) -> Check:
+    from pact_workers.fleet.connection import redact, wait_for_redis
+
+    try:
+        client = redis_from_url(check_redis_url(broker_url), retry_s=2)
+    except InputError as exc:
+        return ("redis", "broker URL", False, str(exc))
+    try:
+        wait_for_redis(client, 3)
+        info = client.info("server")
+        return (
+            "redis",
+            f"Redis at {redact(broker_url)}",
+            True,
+            f"version {info.get('redis_version', '?')}",
+        )
+    except Exception as exc:
+        return (
+            "redis",
+            f"Redis at {redact(broker_url)}",
+            False,
+            f"{exc}; start redis-server or fix --broker / PACT_BROKER_URL",
+        )
+    finally:
+        client.close()

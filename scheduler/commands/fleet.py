@@ -1,0 +1,200 @@
+"""The fleet side of the command line: workers, the scheduler service, submissions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pact_workers.agents.factory import AGENTS, agent_options
+from pact_workers.agents.replay import load_replay_script
+from pact_workers.errors import InputError
+from pact_workers.fleet.connection import check_redis_url, redis_from_url
+from scheduler.commands.agents import SANDBOXES
+from scheduler.metrics import SchedulerMetrics
+from scheduler.registry import RunEntry, list_runs, submit_trees
+from scheduler.service import SchedulerService
+from scheduler.settings import Settings, load_settings
+
+
+def worker_argv(
+    *,
+    broker_url: str,
+    roles: str,
+    concurrency: int,
+    pool: str,
+    loglevel: str,
+    lease_ttl_s: float = 10.0,
+) -> list[str]:
+    """The ``celery worker`` arguments for ``pact worker``; sets the broker for the app."""
+    from pact_workers.app import QUEUES
+
+    wanted = [r.strip() for r in roles.split(",") if r.strip()]
+    unknown = [r for r in wanted if r not in QUEUES]
+    if not wanted or unknown:
+        raise InputError(
+            f"--roles: unknown role(s) {', '.join(unknown) or '(none given)'}; choose from "
+            + ", ".join(QUEUES)
+        )
+    if concurrency < 1:
+        raise InputError(f"--concurrency must be at least 1, got {concurrency}")
+    if pool not in {"prefork", "threads", "solo"}:
+        raise InputError(f"--pool {pool!r}: choose prefork, threads or solo")
+    if not 1.0 <= lease_ttl_s <= 600.0:
+        raise InputError(f"--lease-ttl must be between 1 and 600 seconds, got {lease_ttl_s}")
+    os.environ["PACT_BROKER_URL"] = check_redis_url(broker_url)
+    os.environ["PACT_LEASE_TTL_S"] = str(lease_ttl_s)
+    return [
+        "worker",
+        "--queues",
+        ",".join(QUEUES[r] for r in wanted),
+        "--concurrency",
+        str(concurrency),
+        "--pool",
+        pool,
+        "--loglevel",
+        loglevel,
+        "--task-events",
+        "--hostname",
+        f"pact-{os.getpid()}@%h",
+    ]
+
+
+EXECUTORS = ("local", "celery")
+
+
+def check_executor(name: str, broker_url: str | None) -> str | None:
+    """Validate --executor and --broker together; returns the broker URL to use."""
+    if name not in EXECUTORS:
+        raise InputError(f"unknown executor {name!r}; choose one of: {', '.join(EXECUTORS)}")
+    if name == "celery":
+        if not broker_url:
+            raise InputError("--executor celery needs --broker redis://HOST:PORT/DB")
+        return check_redis_url(broker_url)
+    return None
+
+
+#: The roles a run dispatches to (the trace analyst runs inside an implementer's attempt).
+PIPELINE_ROLES = ("contract_author", "test_author", "code_author", "integrator")
+
+
+def fleet_workers(broker_url: str) -> dict[str, dict[str, Any]]:
+    """The live workers of the fleet (their heartbeats): worker id -> what they report.
+
+    Raises:
+        InputError: a malformed broker URL.
+    """
+    from pact_workers.fleet.leases import live_workers
+
+    client = redis_from_url(check_redis_url(broker_url), retry_s=2)
+    try:
+        return live_workers(client)
+    finally:
+        client.close()
+
+
+def roles_without_workers(workers: dict[str, dict[str, Any]]) -> list[str]:
+    served = {role for info in workers.values() for role in info.get("roles", [])}
+    return [role for role in PIPELINE_ROLES if role not in served]
+
+
+def fleet_warning(broker_url: str) -> str | None:
+    """What a run on the fleet will wait for: roles no live worker serves (None: all are
+    served, or the fleet cannot be asked; the run itself reports an unreachable Redis)."""
+    try:
+        missing = roles_without_workers(fleet_workers(broker_url))
+    except Exception:
+        return None
+    if not missing:
+        return None
+    return (
+        f"no live worker serves {', '.join(missing)}: the run waits until one does "
+        f"(start `pact worker --roles {','.join(missing)} --broker URL`)"
+    )
+
+
+def make_service(
+    *,
+    broker_url: str,
+    runs_dir: Path,
+    max_in_flight: str = "",
+    metrics_port: int = 0,
+    metrics_addr: str = "127.0.0.1",
+) -> SchedulerService:
+    """Validate the service's options and build it (it connects to Redis here)."""
+    from pact_workers.app import QUEUES
+
+    caps: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in max_in_flight.split(","))):
+        role, _, value = part.partition("=")
+        if role not in QUEUES or not value.isdigit() or int(value) < 1:
+            raise InputError(
+                f"--max-in-flight {part!r}: expected role=N with a role of "
+                f"{', '.join(QUEUES)} and N >= 1"
+            )
+        caps[role] = int(value)
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise InputError(f"--runs-dir {runs_dir}: exists and is not a directory")
+    metrics = None
+    if metrics_port:
+        metrics = SchedulerMetrics()
+        metrics.serve(metrics_port, metrics_addr)
+    return SchedulerService(
+        broker_url=check_redis_url(broker_url),
+        runs_dir=runs_dir,
+        role_caps=caps,
+        metrics=metrics,
+    )
+
+
+def submit_batch(
+    *,
+    broker_url: str,
+    trees: list[Path],
+    priority: int,
+    agent: str,
+    replay_dir: Path | None,
+    sandbox: str = "local",
+    settings_path: Path | None = None,
+) -> tuple[list[RunEntry], list[str]]:
+    """Queue ``trees`` as runs; ``settings_path``: a pact.yaml whose ``agents:`` and
+    ``prices:`` configure the agent of every run (nothing else of it applies)."""
+    if settings_path is not None and not settings_path.is_file():
+        raise InputError(f"--settings {settings_path}: no such file")
+    settings = load_settings(settings_path) if settings_path else Settings()
+    if agent == "replay":
+        if replay_dir is None:
+            raise InputError("--agent replay needs --replay-dir DIR (a directory of artifacts)")
+        if not replay_dir.is_dir():
+            raise InputError(f"--replay-dir {replay_dir}: no such directory")
+        load_replay_script(replay_dir)
+    elif agent not in AGENTS:
+        raise InputError(f"unknown agent {agent!r}; choose one of: {', '.join(AGENTS)}")
+    if sandbox not in SANDBOXES:
+        raise InputError(f"unknown sandbox {sandbox!r}; choose one of: {', '.join(SANDBOXES)}")
+    options = agent_options(
+        agent,
+        settings.agents,
+        replay_dir=str(replay_dir.resolve()) if replay_dir else None,
+        prices=settings.prices,
+    )
+    client = redis_from_url(check_redis_url(broker_url))
+    try:
+        return submit_trees(
+            client,
+            trees,
+            priority=priority,
+            agent=agent,
+            agent_options=options,
+            sandbox="docker" if sandbox == "docker" else "local",
+        )
+    finally:
+        client.close()
+
+
+def list_service_runs(*, broker_url: str) -> list[RunEntry]:
+    client = redis_from_url(check_redis_url(broker_url))
+    try:
+        return list_runs(client)
+    finally:
+        client.close()

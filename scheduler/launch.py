@@ -1,0 +1,66 @@
+"""Opening a run: create its directory and first event, or fold an existing one.
+
+``start_run`` is the only place a run directory comes into being; ``load_state``
+is how every reader sees a run (from the audit log, never from state.json).
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from pact_workers.errors import RunDirError
+from pact_workers.models.tree import DecompositionTree
+from scheduler.audit import AuditLog, read_events
+from scheduler.events import RunStarted
+from scheduler.project import ProjectDir
+from scheduler.settings import Settings
+from scheduler.state import RunState, fold
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(6)
+
+
+def start_run(
+    project: ProjectDir,
+    tree: DecompositionTree,
+    *,
+    tree_bytes: bytes,
+    settings: Settings,
+    agent: str = "",
+    agent_options: dict[str, str] | None = None,
+    sandbox: str = "",
+    run_id: str | None = None,
+) -> str:
+    """Create the run directory and log ``run_started``; the tree is already validated."""
+    if project.has_run():
+        raise RunDirError(
+            f"{project.root}: already holds a run; use `pact status` or `pact resume`, "
+            "or choose another --project directory"
+        )
+    run_id = run_id or new_run_id()
+    project.tree_path.parent.mkdir(parents=True, exist_ok=True)
+    project.tree_path.write_bytes(tree_bytes)
+    with AuditLog(project.audit_path) as audit:
+        event = audit.append(
+            RunStarted(
+                run_id=run_id,
+                tree=tree.model_dump(mode="json"),
+                settings=settings.model_dump(mode="json"),
+                agent=agent,
+                agent_options=dict(agent_options or {}),
+                sandbox=sandbox,
+            )
+        )
+    project.write_state(fold([event]))
+    return run_id
+
+
+def load_state(project: ProjectDir) -> tuple[RunState, list[str]]:
+    """Rebuild the state from the audit log (never from state.json)."""
+    project.require_run()
+    events, warnings = read_events(project.audit_path)
+    state = fold(events)
+    state.project_dir = str(project.root)
+    state.warnings = warnings
+    return state, warnings
