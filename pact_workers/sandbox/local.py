@@ -1,21 +1,29 @@
 """The local sandbox: a subprocess in a fresh temporary workspace.
 
-No isolation beyond a private directory and a process group that is killed
-as a whole at the timeout. It is the embedded default and the reference the
-Docker sandbox is tested against.
+No isolation beyond a private directory. On Linux the command runs under the
+reaper (:mod:`pact_workers.sandbox.reaper`), so that no process it started —
+in the background, in a session of its own, double-forked — outlives the run,
+whether the command exits, fails or is killed at its timeout. Elsewhere the
+command's process group is killed as a whole at the end, which misses what
+left the group. It is the embedded default and the reference the Docker
+sandbox is tested against.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import select
 import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from pact_workers.errors import ArtifactError, SandboxError
+from pact_workers.sandbox import reaper
 from pact_workers.sandbox.base import (
     MAX_COLLECT_FILES,
     SandboxRequest,
@@ -24,9 +32,15 @@ from pact_workers.sandbox.base import (
     safe_relpath,
 )
 
+log = logging.getLogger(__name__)
+
+#: How long past the timeout the reaper has to remove the command's tree and report
+#: before it is killed itself (its sweep gives up after reaper.SWEEP_LIMIT_S).
+REAPER_GRACE_S = reaper.SWEEP_LIMIT_S + 20.0
+
 
 class LocalSandbox:
-    """Runs each request in its own temporary directory as a new process group."""
+    """Runs each request in its own temporary directory; on Linux, nothing of it outlives it."""
 
     name = "local"
 
@@ -47,28 +61,11 @@ class LocalSandbox:
             argv = [python if arg == "{python}" else arg for arg in request.command]
             out_path, err_path = base / "stdout", base / "stderr"
             started = time.monotonic()
-            timed_out = False
             with out_path.open("wb") as out, err_path.open("wb") as err:
-                try:
-                    proc = subprocess.Popen(
-                        argv,
-                        cwd=workspace,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=err,
-                        start_new_session=True,
-                    )
-                except OSError as exc:
-                    raise SandboxError(f"cannot start {argv[0]!r}: {exc.strerror}") from exc
-                try:
-                    proc.wait(timeout=request.timeout_s)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                finally:
-                    # The whole group goes, including anything left in the background.
-                    _kill_group(proc.pid)
-                    proc.wait()
+                run = _run_reaped if reaper.SUPPORTED else _run_grouped
+                exit_code, timed_out = run(
+                    argv, cwd=workspace, env=env, out=out, err=err, timeout_s=request.timeout_s
+                )
             duration = time.monotonic() - started
             stdout, trunc_out = cap_text(
                 _read_tail(out_path, request.max_output_bytes), request.max_output_bytes
@@ -78,7 +75,7 @@ class LocalSandbox:
             )
             files = collect_files(workspace, request.collect, request.max_collect_bytes)
             return SandboxResult(
-                exit_code=-signal.SIGKILL if timed_out else proc.returncode,
+                exit_code=exit_code,
                 stdout=stdout,
                 stderr=stderr,
                 duration_s=duration,
@@ -86,6 +83,128 @@ class LocalSandbox:
                 output_truncated=trunc_out or trunc_err,
                 files=files,
             )
+
+
+def _run_reaped(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    out: IO[bytes],
+    err: IO[bytes],
+    timeout_s: float,
+) -> tuple[int, bool]:
+    """Run ``argv`` under the reaper; return its exit code and whether it timed out."""
+    read_fd, write_fd = os.pipe()
+    try:
+        try:
+            proc = subprocess.Popen(
+                reaper.command_line(argv, status_fd=write_fd, timeout_s=timeout_s, env=env),
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                pass_fds=(write_fd,),
+            )
+        except OSError as exc:
+            raise SandboxError(f"cannot start the reaper: {exc.strerror}") from exc
+        finally:
+            # Only the reaper may hold the write end, so that its death ends the report.
+            os.close(write_fd)
+        try:
+            data = _read_report(read_fd, timeout_s + REAPER_GRACE_S)
+        except BaseException:
+            # Interrupted (Ctrl-C, a worker shutting down): the tree goes now, not at
+            # the timeout. SIGTERM tells the reaper to kill the command and sweep.
+            proc.terminate()
+            proc.wait()
+            raise
+    finally:
+        os.close(read_fd)
+    if data is None:
+        log.warning("the reaper of %r did not finish in time; killing its session", argv[0])
+        _kill_session(proc.pid, argv[0])
+        proc.wait()
+        return -signal.SIGKILL, True
+    try:
+        report = reaper.parse_report(data)
+    except reaper.StartError as exc:
+        proc.wait()
+        raise SandboxError(f"cannot start {argv[0]!r}: {exc.strerror}") from exc
+    if report is None:
+        # The reaper died without a word (killed from outside). Unreaped, its pid is
+        # still its session's id: what is still in the session goes; whatever had
+        # left the session is out of reach.
+        _kill_session(proc.pid, argv[0])
+        proc.wait()
+        return proc.returncode, False
+    proc.wait()
+    exit_code, timed_out, left = report
+    if left:
+        log.warning("%d processes of %r could not be killed", left, argv[0])
+    return exit_code, timed_out
+
+
+def _kill_session(sid: int, program: str) -> None:
+    left = reaper.kill_session(sid)
+    if left:
+        log.warning("%d processes of %r could not be killed", left, program)
+
+
+def _read_report(fd: int, timeout_s: float) -> bytes | None:
+    """The reaper's report line from pipe ``fd`` (what there is at the pipe's end), or
+    None when the reaper has said nothing and kept the pipe open for ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    data = b""
+    # Stop at the end of the line, not only at the end of the pipe: a process forked
+    # (without exec) elsewhere in this program may hold a copy of the write end.
+    while not data.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not poller.poll(remaining * 1000):
+            return None
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _run_grouped(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    out: IO[bytes],
+    err: IO[bytes],
+    timeout_s: float,
+) -> tuple[int, bool]:
+    """Run ``argv`` as a new process group, killed as a whole at the end (no reaper)."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise SandboxError(f"cannot start {argv[0]!r}: {exc.strerror}") from exc
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        # The whole group goes, including anything left in the background.
+        _kill_group(proc.pid)
+        proc.wait()
+    return (-signal.SIGKILL if timed_out else proc.returncode), timed_out
 
 
 def _kill_group(pgid: int) -> None:

@@ -64,6 +64,33 @@ def test_timeout_kills_the_whole_process_group() -> None:
     assert not _alive(child)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reaper needs Linux")
+def test_a_process_in_a_session_of_its_own_does_not_outlive_a_run_that_exits() -> None:
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+        "                         start_new_session=True)\n"
+        "print(child.pid, flush=True)\n"
+    )
+    res = run(code, timeout_s=30)
+    assert res.exit_code == 0 and not res.timed_out
+    assert not _alive(int(res.stdout.split()[0]))
+
+
+def test_the_command_gets_exactly_the_environment_the_spec_builds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Under the C locale an interpreter between the sandbox and the command would add
+    # LC_CTYPE (PEP 538 locale coercion); the command must not see it.
+    for name in ("LANG", "LC_ALL", "LC_CTYPE"):
+        monkeypatch.delenv(name, raising=False)
+    req = SandboxRequest(command=["env", "-0"], environment=ENV)
+    res = LocalSandbox().run(req)
+    seen = dict(line.split("=", 1) for line in res.stdout.split("\0") if line)
+    expected = ENV.build_env("")
+    assert seen == expected
+
+
 def _alive(pid: int) -> bool:
     """Running, as opposed to gone or a zombie waiting for its reaper."""
     for _ in range(50):
