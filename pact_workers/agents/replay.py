@@ -12,6 +12,12 @@ outcome: ``{files: <dir>}`` serves that directory instead (relative to the
 replay directory, laid out like a component directory), ``{transient: msg}``
 and ``{permanent: msg}`` raise the matching agent error, ``{latency_s: x}``
 sleeps first. It drives the demo and the end-to-end tests deterministically.
+
+Only what lies inside the replay directory is served: a file whose real path
+leaves it (a symlink to a file of the host, a ``..`` in a component id) is a
+:class:`PermanentAgentError` naming the file. A symlink to another file inside
+the replay directory is served, as that file's contents: it lets attempts share
+files without copies, and copies nothing from outside.
 """
 
 from __future__ import annotations
@@ -115,15 +121,35 @@ class ReplayAgent:
         usage = step.usage or self.script.usage.get(request.role.value, Usage())
         return AgentOutput(files=files, usage=usage, model="replay")
 
-    @staticmethod
-    def _read(base: Path, phase: Phase) -> dict[str, bytes]:
+    def _read(self, base: Path, phase: Phase) -> dict[str, bytes]:
         source = base / PHASE_SOURCES[phase]
         if source.is_file():
-            return {PHASE_SOURCES[phase]: source.read_bytes()}
-        if not source.is_dir():
+            paths = [source]
+        elif source.is_dir():
+            paths = [
+                path
+                for path in sorted(source.rglob("*"))
+                if path.is_file() and "__pycache__" not in path.parts
+            ]
+        else:
             return {}
-        return {
-            path.relative_to(base).as_posix(): path.read_bytes()
-            for path in sorted(source.rglob("*"))
-            if path.is_file() and "__pycache__" not in path.parts
-        }
+        root = self.directory.resolve()
+        files: dict[str, bytes] = {}
+        for path in paths:
+            # Checked on the real path, before a byte is read: a symlink or ".." may
+            # point at any file of the host, which must not end up in the run.
+            if not path.resolve().is_relative_to(root):
+                raise PermanentAgentError(
+                    f"replay file {_shown(path, self.directory)} leaves the replay "
+                    f"directory {self.directory}; serve only files inside it"
+                )
+            files[path.relative_to(base).as_posix()] = path.read_bytes()
+        return files
+
+
+def _shown(path: Path, directory: Path) -> str:
+    """``path`` as written under the replay directory (not resolved), for messages."""
+    try:
+        return path.relative_to(directory).as_posix()
+    except ValueError:
+        return str(path)
