@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from pact_workers.errors import VerificationError
 from pact_workers.models.contract import ComponentContract
 from pact_workers.models.environment import EnvironmentSpec
-from pact_workers.models.testing import TestFailure, TestResults
+from pact_workers.models.testing import HARNESS_TEST_ID, TestFailure, TestResults
 from pact_workers.sandbox.base import Sandbox, SandboxRequest, SandboxResult
 
 CONTRACT_FILE = "interface.json"
@@ -157,7 +157,11 @@ def run_contract_tests(
     )
     result = sandbox.run(request)
     if result.timed_out:
-        message = f"TimeoutError: test run killed after {timeout_s:.0f}s"
+        # "TimeoutError" is what the systemic-failure detector recognises a timeout by.
+        message = (
+            f"TimeoutError: the contract tests were killed after {_seconds(timeout_s)} s "
+            "(verify_timeout_s)"
+        )
         return _harness_failure(message, result), result
     xml = result.files.get(report)
     if xml is None:
@@ -172,7 +176,7 @@ def run_contract_tests(
                 "failure_details": [
                     *results.failure_details,
                     TestFailure(
-                        test_id="<harness>",
+                        test_id=HARNESS_TEST_ID,
                         error_message=f"pytest exited with {result.exit_code}",
                         stderr=result.stderr[-MAX_DETAIL_CHARS:],
                     ),
@@ -189,7 +193,7 @@ def _harness_failure(message: str, result: SandboxResult) -> TestResults:
         errors=1,
         failure_details=[
             TestFailure(
-                test_id="<harness>",
+                test_id=HARNESS_TEST_ID,
                 error_message=message,
                 stdout=result.stdout[-MAX_DETAIL_CHARS:],
                 stderr=result.stderr[-MAX_DETAIL_CHARS:],
@@ -197,6 +201,11 @@ def _harness_failure(message: str, result: SandboxResult) -> TestResults:
         ],
         timestamp=_now(),
     )
+
+
+def _seconds(value: float) -> str:
+    """``300`` rather than ``300.0``; ``0.5`` stays as it is."""
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:g}"
 
 
 def parse_junit(xml: bytes) -> TestResults:

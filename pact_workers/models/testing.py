@@ -41,6 +41,10 @@ class ContractTestSuite(_Doc):
     generated_code: str = ""
 
 
+#: The test id of a failure of the test run itself (killed, no report), not of a test.
+HARNESS_TEST_ID = "<harness>"
+
+
 class TestFailure(_Doc):
     """One failing or erroring test."""
 
@@ -71,5 +75,18 @@ class TestResults(_Doc):
         """True only when at least one test ran and none failed or errored (0/0 is not a pass)."""
         return self.total > 0 and self.failed == 0 and self.errors == 0 and self.passed > 0
 
+    @property
+    def harness_error(self) -> str:
+        """Why the test run itself failed (killed at its timeout, no report), or ""."""
+        return next(
+            (f.error_message for f in self.failure_details if f.test_id == HARNESS_TEST_ID), ""
+        )
+
     def summary(self) -> str:
-        return f"{self.passed}/{self.total} passed, {self.failed} failed, {self.errors} errors"
+        """One line for a run's failure: the counts, led by the harness's reason when the
+        run itself failed (when no test ran, the counts say nothing and are left out)."""
+        counts = f"{self.passed}/{self.total} passed, {self.failed} failed, {self.errors} errors"
+        reason = self.harness_error
+        if not reason:
+            return counts
+        return reason if self.total == 0 else f"{reason}; {counts}"

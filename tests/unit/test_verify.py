@@ -7,8 +7,13 @@ import sys
 
 import pytest
 
+from pact_workers.agents.base import AgentOutput, AgentRequest
+from pact_workers.artifacts import ArtifactStore, MemoryBlobStore
 from pact_workers.errors import VerificationError
 from pact_workers.models import EnvironmentSpec
+from pact_workers.models.testing import TestFailure, TestResults
+from pact_workers.models.work import Phase, TaskMessage
+from pact_workers.runner import TESTS_FAILED, execute_task
 from pact_workers.sandbox import LocalSandbox
 from pact_workers.verify import (
     check_implementation_files,
@@ -18,6 +23,7 @@ from pact_workers.verify import (
     verify_contract,
     verify_test_suite,
 )
+from scheduler.systemic import failure_signature
 
 ENV = EnvironmentSpec(python_path=sys.executable)
 
@@ -149,3 +155,61 @@ def test_only_the_named_pytest_plugins_are_loaded() -> None:
         timeout_s=60,
     )
     assert not results.all_passed  # now it is loaded, as asked
+
+
+class _Writes:
+    """An agent that writes the given implementation files."""
+
+    name = "fixed"
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+
+    def produce(self, request: AgentRequest) -> AgentOutput:
+        return AgentOutput(files=self.files)
+
+
+def test_a_verification_killed_at_its_timeout_says_so_and_after_how_long() -> None:
+    store = ArtifactStore(MemoryBlobStore())
+    hang = b"import time\n\ndef test_adds():\n    time.sleep(60)\n"
+    task = TaskMessage(
+        run_id="r1",
+        component_id="adder",
+        phase=Phase.IMPLEMENT,
+        attempt=1,
+        verify_inputs={"tests": store.put_bundle({"tests/contract_test.py": hang})},
+        environment=ENV,
+        timeout_s=1,
+    )
+    agent = _Writes({"src/adder.py": b"def add(a, b):\n    return a + b\n"})
+    result = execute_task(task, agent=agent, sandbox=LocalSandbox(), store=store)
+    assert (result.outcome, result.error_type) == ("error", TESTS_FAILED)
+    # The error text is what the run's summary, `pact status` and the audit log show.
+    assert (
+        result.error == "TimeoutError: the contract tests were killed after 1 s (verify_timeout_s)"
+    )
+    # The systemic-failure detector still sees a timeout in the results.
+    assert result.test_results is not None
+    assert failure_signature(result.test_results) == (
+        "timeout",
+        "TimeoutError: the contract tests were killed after N s (verify_timeout_s)",
+    )
+
+
+def test_a_failed_test_run_leads_its_summary_with_the_harness_reason() -> None:
+    no_report = TestResults(
+        errors=1,
+        failure_details=[TestFailure(test_id="<harness>", error_message="pytest wrote no report")],
+    )
+    assert no_report.summary() == "pytest wrote no report"
+    not_believed = TestResults(
+        total=2,
+        passed=2,
+        errors=1,
+        failure_details=[TestFailure(test_id="<harness>", error_message="pytest exited with 1")],
+    )
+    assert not_believed.summary() == "pytest exited with 1; 2/2 passed, 0 failed, 1 errors"
+    ordinary = TestResults(
+        total=2, passed=1, failed=1, failure_details=[TestFailure(test_id="t::a")]
+    )
+    assert ordinary.summary() == "1/2 passed, 1 failed, 0 errors"
