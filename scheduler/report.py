@@ -5,15 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from pact_workers.models.work import ItemStatus
-from scheduler.state import RunState
+from scheduler.state import ItemState, RunState
 
 
 def summary_rows(state: RunState) -> list[dict[str, Any]]:
     """One row per component, in dependency order."""
     assert state.tree is not None
+    by_component: dict[str, list[ItemState]] = {}
+    for item in state.items.values():
+        by_component.setdefault(item.component_id, []).append(item)
     rows = []
     for cid in state.tree.topological_order():
-        items = [i for i in state.items.values() if i.component_id == cid]
+        items = by_component[cid]
         final = items[-1]
         tr = final.test_results if final.status is ItemStatus.DONE else None
         if tr is None:

@@ -127,6 +127,9 @@ class RunState(BaseModel):
     dropped_results: int = 0
     #: Problems met while reading the log (not part of the state itself).
     warnings: list[str] = Field(default_factory=list, exclude=True)
+    #: Items not yet done per Pact phase, kept by ``apply`` so that the run's phase is
+    #: known in O(1) per event (None: not kept, e.g. a state read from state.json).
+    open_by_pact_phase: dict[str, int] | None = Field(default=None, exclude=True)
 
     def item(self, component_id: str, phase: Phase | str) -> ItemState:
         return self.items[item_key(component_id, phase)]
@@ -184,12 +187,30 @@ def derive_phase(state: RunState) -> str:
     """The earliest Pact phase that still has unfinished items ('complete' when none)."""
     if state.status is RunStatus.COMPLETED:
         return "complete"
-    open_phases = [
-        PACT_PHASE[i.phase] for i in state.items.values() if i.status is not ItemStatus.DONE
-    ]
+    counts = state.open_by_pact_phase
+    if counts is None:
+        counts = _open_by_pact_phase(state)
+    open_phases = [phase for phase, n in counts.items() if n > 0]
     if not open_phases:
         return "complete" if state.items else "contract"
     return min(open_phases, key=PACT_PHASE_ORDER.index)
+
+
+def _open_by_pact_phase(state: RunState) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in state.items.values():
+        if item.status is not ItemStatus.DONE:
+            counts[PACT_PHASE[item.phase]] = counts.get(PACT_PHASE[item.phase], 0) + 1
+    return counts
+
+
+def _set_status(state: RunState, item: ItemState, status: ItemStatus) -> None:
+    """Every status change goes through here, so that the open-item counts stay right."""
+    counts = state.open_by_pact_phase
+    if counts is not None and (item.status is ItemStatus.DONE) != (status is ItemStatus.DONE):
+        phase = PACT_PHASE[item.phase]
+        counts[phase] = counts.get(phase, 0) + (-1 if status is ItemStatus.DONE else 1)
+    item.status = status
 
 
 def _run_started(state: RunState, e: RunStarted) -> None:
@@ -205,11 +226,12 @@ def _run_started(state: RunState, e: RunStarted) -> None:
         state.dependencies[cid] = tree.internal_dependencies(cid)
         for phase in phases_for(tree, cid):
             state.items[item_key(cid, phase)] = ItemState(component_id=cid, phase=phase)
+    state.open_by_pact_phase = _open_by_pact_phase(state)
 
 
 def _dispatched(state: RunState, e: ItemDispatched) -> None:
     item = state.item(e.component_id, e.phase)
-    item.status = ItemStatus.DISPATCHED
+    _set_status(state, item, ItemStatus.DISPATCHED)
     item.attempt = e.attempt
     item.retry_at = None
     item.suspension = None
@@ -218,7 +240,7 @@ def _dispatched(state: RunState, e: ItemDispatched) -> None:
 
 def _succeeded(state: RunState, e: ItemSucceeded) -> None:
     item = state.item(e.component_id, e.phase)
-    item.status = ItemStatus.DONE
+    _set_status(state, item, ItemStatus.DONE)
     item.output = e.output
     item.files = list(e.files)
     item.test_results = e.test_results
@@ -260,16 +282,16 @@ def _failed(state: RunState, e: ItemFailed) -> None:
     item.suspension = e.suspension
     item.suspension_reason = e.error if e.suspension else ""
     if e.decision == "retry":
-        item.status = ItemStatus.PENDING
+        _set_status(state, item, ItemStatus.PENDING)
         item.retry_at = e.retry_at
         if e.suspension is None and e.retry_at is not None and e.error_type != INTERRUPTED:
             item.suspension = SuspensionKind.NEAR
             item.suspension_reason = "waiting to retry"
     elif e.decision == "pause":
-        item.status = ItemStatus.PENDING
+        _set_status(state, item, ItemStatus.PENDING)
         item.retry_at = None
     else:
-        item.status = ItemStatus.FAILED
+        _set_status(state, item, ItemStatus.FAILED)
 
 
 def _poisoned(state: RunState, e: ItemsPoisoned) -> None:
@@ -277,7 +299,7 @@ def _poisoned(state: RunState, e: ItemsPoisoned) -> None:
     for cid, phase in e.items:
         item = state.item(cid, phase)
         if item.status not in {ItemStatus.DONE, ItemStatus.FAILED}:
-            item.status = ItemStatus.POISONED
+            _set_status(state, item, ItemStatus.POISONED)
             item.poisoned_by = root
 
 
@@ -285,7 +307,7 @@ def _suspended(state: RunState, e: ItemsSuspended) -> None:
     for cid, phase in e.items:
         item = state.item(cid, phase)
         if item.status is ItemStatus.PENDING:
-            item.status = ItemStatus.SUSPENDED
+            _set_status(state, item, ItemStatus.SUSPENDED)
             item.suspension = e.kind
             item.suspension_reason = e.reason
 
@@ -321,7 +343,7 @@ def _resumed(state: RunState, e: RunResumed) -> None:
         item = state.item(cid, phase)
         if item.status is ItemStatus.DONE:
             continue  # verified work is never discarded
-        item.status = ItemStatus.PENDING
+        _set_status(state, item, ItemStatus.PENDING)
         item.poisoned_by = None
         item.retry_at = None
         item.suspension = None

@@ -113,15 +113,22 @@ class WorkGraph:
         if cached is not None:
             return cached
         rank: dict[Key, float] = {}
-
-        def visit(key: Key) -> float:
-            if key not in rank:
-                tail = max((visit(d) for d in self.dependents[key]), default=0.0)
-                rank[key] = weights[key[1]] + tail
-            return rank[key]
-
-        for key in self.keys:
-            visit(key)
+        dependents = self.dependents
+        # Depth-first, post-order, without recursion: a chain of thousands of items
+        # must not exhaust Python's recursion limit.
+        for start in self.keys:
+            if start in rank:
+                continue
+            stack = [(start, iter(dependents[start]))]
+            while stack:
+                key, pending = stack[-1]
+                nxt = next((d for d in pending if d not in rank), None)
+                if nxt is None:
+                    stack.pop()
+                    tail = max((rank[d] for d in dependents[key]), default=0.0)
+                    rank[key] = weights[key[1]] + tail
+                else:
+                    stack.append((nxt, iter(dependents[nxt])))
         self._ranks[cache_key] = rank
         return rank
 

@@ -8,7 +8,6 @@ message names the file, the component and every problem found.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -18,10 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pact_workers.errors import CycleError, TreeError
 from pact_workers.models.contract import ComponentContract
+from pact_workers.models.names import component_id_problem
 from pact_workers.models.testing import TestResults
-
-#: Component ids become file and module names, so they are restricted to a safe alphabet.
-COMPONENT_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class DecompositionNode(BaseModel):
@@ -81,28 +78,37 @@ class DecompositionTree(BaseModel):
         return tree
 
     def topological_order(self) -> list[str]:
-        """Component ids with every dependency and child before its dependents."""
+        """Component ids with every dependency and child before its dependents.
+
+        Depth-first from the ids in sorted order, iteratively (a chain of thousands of
+        components must not exhaust Python's recursion limit) and in linear time.
+        """
+        edges = implementation_edges(self)
         order: list[str] = []
         seen: set[str] = set()
-
-        def visit(cid: str) -> None:
-            if cid in seen:
-                return
-            seen.add(cid)
-            for nxt in implementation_edges(self)[cid]:
-                visit(nxt)
-            order.append(cid)
-
-        for cid in sorted(self.nodes):
-            visit(cid)
+        for start in sorted(self.nodes):
+            if start in seen:
+                continue
+            seen.add(start)
+            stack = [(start, iter(edges[start]))]
+            while stack:
+                cid, pending = stack[-1]
+                nxt = next(pending, None)
+                if nxt is None:
+                    stack.pop()
+                    order.append(cid)
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, iter(edges[nxt])))
         return order
 
 
 def implementation_edges(tree: DecompositionTree) -> dict[str, list[str]]:
     """What each component's implementation waits for: internal dependencies and children."""
+    nodes = tree.nodes
     return {
-        cid: list(dict.fromkeys([*tree.internal_dependencies(cid), *node.children]))
-        for cid, node in tree.nodes.items()
+        cid: list(dict.fromkeys([*(d for d in node.dependencies if d in nodes), *node.children]))
+        for cid, node in nodes.items()
     }
 
 
@@ -216,11 +222,9 @@ def check_tree(tree: DecompositionTree, where: str) -> None:
     problems: list[str] = []
     ids = tree.nodes
     for cid in ids:
-        if not COMPONENT_ID_RE.match(cid):
-            problems.append(
-                f"component {cid!r}: id must be a Python identifier (letters, digits, '_'), "
-                "because it names the component's module"
-            )
+        problem = component_id_problem(cid)
+        if problem is not None:
+            problems.append(f"component {_short(cid)!r}: {problem}")
     if tree.root_id not in ids:
         problems.append(f"root_id {tree.root_id!r} is not one of the nodes")
     elif ids[tree.root_id].parent_id:
@@ -278,6 +282,11 @@ def check_tree(tree: DecompositionTree, where: str) -> None:
         )
 
 
+def _short(cid: str, limit: int = 60) -> str:
+    """An id as an error message shows it: very long ones are cut."""
+    return cid if len(cid) <= limit else f"{cid[:limit]}...({len(cid)} characters)"
+
+
 def _reachable(root: str, edges: Mapping[str, Iterable[str]]) -> set[str]:
     seen, todo = {root}, [root]
     while todo:
@@ -327,7 +336,10 @@ def _no_duplicate_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _DuplicateKey(f"duplicate key {key!r} (a component id may appear only once)")
+            raise _DuplicateKey(
+                f"duplicate key {key!r} (a key may appear only once in a mapping, a component "
+                "id included)"
+            )
         out[key] = value
     return out
 
@@ -337,16 +349,25 @@ class _StrictYamlLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    # Only keys written out in this mapping may not repeat; keys brought in by a merge
+    # (``<<: *anchor``) are defaults that the mapping's own keys override, as YAML says.
+    explicit: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        if key in explicit:
+            raise _DuplicateKey(
+                f"duplicate key {key!r} at line {key_node.start_mark.line + 1} "
+                "(a key may appear only once in a mapping, a component id included)"
+            )
+        explicit[key] = key_node.start_mark.line
     loader.flatten_mapping(node)
     out: dict[Any, Any] = {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in out:
-            raise _DuplicateKey(
-                f"duplicate key {key!r} at line {key_node.start_mark.line + 1} "
-                "(a component id may appear only once)"
-            )
-        out[key] = loader.construct_object(value_node, deep=True)
+        out[loader.construct_object(key_node, deep=True)] = loader.construct_object(
+            value_node, deep=True
+        )
     return out
 
 
