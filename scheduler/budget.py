@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["BudgetSettings", "PhaseBudget", "check_dispatch"]
+__all__ = ["BudgetSettings", "PhaseBudget", "check_dispatch", "format_usd"]
 
 #: A cap is a fraction of the total budget: more than nothing, at most all of it.
 CapFraction = Annotated[float, Field(gt=0, le=1)]
@@ -136,41 +136,80 @@ def check_dispatch(
     spend_total: float,
     phase_spend: Mapping[str, float],
     budget: BudgetSettings,
+    committed_usd: Mapping[str, float] | None = None,
+    estimate_usd: float = 0.0,
 ) -> str | None:
     """Decide whether one more item of ``phase`` may be dispatched.
 
     The total budget applies whatever the phase; a phase cap applies on top. Caps are
-    fractions of ``budget.budget_usd``, so without a total they do not apply.
+    fractions of ``budget.budget_usd``, so without a total they do not apply. Spend so
+    far, what attempts in flight are expected to cost (``committed_usd`` per phase) and
+    what this attempt is expected to cost (``estimate_usd``) must all fit.
 
     Args:
         phase: The phase of the item to dispatch.
         spend_total: The run's total spend so far in USD.
         phase_spend: Spend so far per phase in USD.
         budget: The budget settings.
+        committed_usd: Expected cost of the attempts in flight, per phase, in USD.
+        estimate_usd: Expected cost of the attempt to dispatch, in USD.
 
     Returns:
         None when the item may go, else the reason it may not, naming the limit and
         the spend.
 
     Raises:
-        ValueError: a spend is negative or not a finite number.
+        ValueError: a spend or estimate is negative or not a finite number.
     """
     _check_usd("spend_total", spend_total)
+    _check_usd("estimate_usd", estimate_usd)
     for name, spent in phase_spend.items():
         _check_usd(f"phase_spend[{name!r}]", spent)
+    committed = dict(committed_usd or {})
+    for name, amount in committed.items():
+        _check_usd(f"committed_usd[{name!r}]", amount)
     total_usd = budget.budget_usd
     if total_usd is None:
         return None
     if spend_total >= total_usd:
-        return f"total budget ${total_usd:.2f} spent (${spend_total:.2f})"
-    tracker = PhaseBudget(phase_spend=dict(phase_spend), phase_caps=budget.phase_caps)
-    if tracker.check_phase_budget(phase, total_usd):
+        return f"total budget {format_usd(total_usd)} spent ({format_usd(spend_total)})"
+    in_flight = sum(committed.values())
+    if spend_total + in_flight + estimate_usd > total_usd:
+        return (
+            f"total budget {format_usd(total_usd)}: {format_usd(spend_total)} spent, "
+            f"{format_usd(in_flight)} committed to attempts in flight, and one {phase} "
+            f"attempt may cost {format_usd(estimate_usd)}"
+        )
+    cap = budget.phase_caps.get(phase)
+    if cap is None:
         return None
-    cap = budget.phase_caps[phase]
+    spent = phase_spend.get(phase, 0.0)
+    limit = cap * total_usd
+    if spent < limit and spent + committed.get(phase, 0.0) + estimate_usd <= limit:
+        return None
     return (
-        f"phase {phase!r} spent ${phase_spend.get(phase, 0.0):.2f} of its cap "
-        f"${cap * total_usd:.2f} ({cap * 100:g}% of ${total_usd:.2f})"
+        f"phase {phase!r} spent {format_usd(spent)} of its cap {format_usd(limit)} "
+        f"({cap * 100:g}% of {format_usd(total_usd)})"
+        + (f"; one more attempt may cost {format_usd(estimate_usd)}" if spent < limit else "")
     )
+
+
+def format_usd(amount: float) -> str:
+    """Dollars with enough digits to tell small amounts apart: $0.0001 is not $0.00.
+
+    At least two decimals; below a dollar up to four, and below a cent two significant
+    digits ($0.00019).
+    """
+    if amount == 0 or not math.isfinite(amount):
+        return f"${amount:.2f}"
+    size = abs(amount)
+    if size >= 1:
+        return f"${amount:,.2f}"
+    decimals = 4 if size >= 0.01 else min(10, 1 - math.floor(math.log10(size)))
+    text = f"{amount:.{decimals}f}"
+    whole, _, fraction = text.partition(".")
+    fraction = fraction.rstrip("0").ljust(2, "0") if size >= 0.01 else fraction
+    return f"${whole}.{fraction}"
 
 
 def _check_usd(name: str, amount: float) -> None:

@@ -20,6 +20,18 @@ from scheduler.budget import BudgetSettings
 from scheduler.timeouts import ImpatienceLevel, TimeoutConfig
 from scheduler.wavefront import SchedulingMode
 
+#: Phases a cap may name: the work-item phases, and Pact's own phases before them
+#: (kept so that a Pact configuration loads; nothing in a tree run spends in those).
+CAPPABLE_PHASES = (
+    "contract",
+    "test",
+    "implement",
+    "integrate",
+    "interview",
+    "decompose",
+    "shaping",
+)
+
 
 class Settings(BaseModel):
     """Everything a run can be told, with defaults that work on a laptop."""
@@ -67,7 +79,18 @@ class Settings(BaseModel):
     def _check_nested(self) -> Settings:
         # Build the nested objects once so their own validation errors surface here.
         self.timeouts  # noqa: B018
-        self.budget  # noqa: B018
+        caps = self.budget.phase_caps
+        unknown = sorted(set(caps) - set(CAPPABLE_PHASES))
+        if unknown:
+            raise ValueError(
+                f"phase_caps: unknown phase(s) {', '.join(map(repr, unknown))}; "
+                f"choose from {', '.join(CAPPABLE_PHASES)}"
+            )
+        if caps and self.budget_usd is None:
+            raise ValueError(
+                "phase_caps (and shaping_budget_pct) are fractions of budget_usd, which is "
+                "not set: add budget_usd (USD) or remove the caps"
+            )
         return self
 
 
@@ -78,10 +101,20 @@ def load_settings(path: Path, **overrides: Any) -> Settings:
         SettingsError: naming the file and every bad or unknown key.
     """
     data: dict[str, Any] = {}
-    if path.exists():
+    if path.exists() or path.is_symlink():
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            text = path.read_text(encoding="utf-8")
+        except IsADirectoryError:
+            raise SettingsError(
+                f"{path}: is a directory; pact.yaml must be a YAML file of settings"
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise SettingsError(f"{path}: not UTF-8 text; save it as UTF-8") from exc
+        except OSError as exc:
+            raise SettingsError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
             raise SettingsError(f"{path}: cannot be parsed: {exc}") from exc
         if loaded is not None and not isinstance(loaded, dict):
             raise SettingsError(f"{path}: expected a mapping of settings")
@@ -94,7 +127,8 @@ def load_settings(path: Path, **overrides: Any) -> Settings:
 
 
 def _describe(error: Any) -> str:
-    where = ".".join(str(p) for p in error["loc"]) or "settings"
+    where = ".".join(str(p) for p in error["loc"])
     if error["type"] == "extra_forbidden":
         return f"unknown key {where!r}"
-    return f"{where}: {error['msg']}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message

@@ -119,8 +119,8 @@ def test_status_shows_spend_by_phase_against_caps(tmp_path: Path, example: Path)
         == 0
     )
     text = pact("status", str(root)).stdout
-    line = next(row for row in text.splitlines() if "implement" in row and "5.0000" in row)
-    assert "0.1998" in line  # 6 code author calls at $0.0333, of a $5.00 cap
+    line = next(row for row in text.splitlines() if "implement" in row and "$5.00" in row)
+    assert "$0.1998" in line  # 6 code author calls at $0.0333, of a $5.00 cap
     assert "total budget: $" in text and "of $20.00" in text
 
 
