@@ -42,6 +42,21 @@ def read_events(path: Path) -> tuple[list[Event], list[str]]:
     return events, warnings
 
 
+def is_driven(path: Path) -> bool:
+    """True while a pact process holds the lock of the run whose log is ``path``."""
+    lock_path = path.with_suffix(".lock")
+    try:
+        with lock_path.open("rb") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            return False
+    except OSError:
+        return False
+
+
 class AuditLog:
     """The single writer of one run's log; holds an exclusive lock while open."""
 

@@ -57,10 +57,32 @@ def start_run(
 
 
 def load_state(project: ProjectDir) -> tuple[RunState, list[str]]:
-    """Rebuild the state from the audit log (never from state.json)."""
+    """Rebuild the state from the audit log (never from state.json).
+
+    Raises:
+        RunDirError: there is no log, or it holds no run (empty, or another tool's).
+    """
     project.require_run()
     events, warnings = read_events(project.audit_path)
     state = fold(events)
+    require_a_run(state, project, unreadable=len(warnings))
     state.project_dir = str(project.root)
     state.warnings = warnings
     return state, warnings
+
+
+def require_a_run(state: RunState, project: ProjectDir, *, unreadable: int) -> None:
+    """Raise when the folded log has no ``run_started`` event: nothing can be shown,
+    resumed or rebuilt from it, and it must not be mistaken for an empty run."""
+    if state.tree is not None and state.run_id:
+        return
+    log = project.audit_path
+    if unreadable and not state.last_seq:
+        raise RunDirError(
+            f"{log}: not a pact-fleet run log (none of its {unreadable} lines is a "
+            "pact-fleet event; a Pact project's own .pact/?)"
+        )
+    raise RunDirError(
+        f"{log}: holds no run (no run_started event); the log was emptied or cut. If a "
+        "backup of it exists, restore it; state.json is left as it is"
+    )

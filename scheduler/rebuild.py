@@ -11,6 +11,7 @@ from pact_workers.artifacts import digest_bytes
 from pact_workers.errors import ArtifactError
 from pact_workers.models.work import ItemStatus, Phase
 from scheduler.audit import read_events
+from scheduler.launch import require_a_run
 from scheduler.project import ProjectDir
 from scheduler.state import RunState, fold
 
@@ -27,7 +28,8 @@ def rebuild_state(project_dir: Path) -> RunState:
     ``state.warnings``.
 
     Raises:
-        ValueError: the project has no audit log (RunDirError is a ValueError).
+        RunDirError: the project has no audit log, or the log holds no run (RunDirError
+            is a ValueError).
     """
     project = ProjectDir(project_dir)
     project.require_run()
@@ -35,6 +37,7 @@ def rebuild_state(project_dir: Path) -> RunState:
     for warning in warnings:
         log.warning(warning)
     state = fold(events)
+    require_a_run(state, project, unreadable=len(warnings))
     state.project_dir = str(project.root)
     state.warnings = warnings
     return state

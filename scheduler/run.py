@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 
@@ -29,8 +30,8 @@ from pact_workers.models.work import (
 from pact_workers.verify import verify_contract
 from scheduler.attempts import new_attempt
 from scheduler.audit import AuditLog, read_events
-from scheduler.budget import check_dispatch
 from scheduler.discovery import contract_dependencies
+from scheduler.estimates import prior_attempt_usd, within_budget
 from scheduler.events import (
     ArtifactsPromoted,
     Event,
@@ -70,6 +71,7 @@ class RunController:
         listener: Listener | None = None,
         rng: random.Random | None = None,
         poll_s: float = 0.5,
+        stop: threading.Event | None = None,
     ) -> None:
         self.project = project
         self.executor = executor
@@ -80,9 +82,13 @@ class RunController:
         self.listener = listener
         self.rng = rng or random.Random()
         self.poll_s = poll_s
+        #: Set (by a signal handler) to stop between steps: the run is left interrupted.
+        self.stop = stop
         self.audit = AuditLog(project.audit_path)
         self.state = RunState()
         self.scheduler: WavefrontScheduler | None = None
+        #: What one attempt of each phase may cost before any has been seen (per run).
+        self._prior_usd: dict[Phase, float] | None = None
         #: The lease of every in-flight attempt, renewed by worker activity.
         self.leases = LeaseBook(self.clock)
 
@@ -96,7 +102,7 @@ class RunController:
         """
         self.open()
         try:
-            while self.wants_more():
+            while self.wants_more() and not self.stopping():
                 self.dispatch_ready()
                 if not self.state.in_flight():
                     if self._wait_for_retries():
@@ -129,6 +135,10 @@ class RunController:
             self.project.write_state(self.state)
         finally:
             self.audit.close()
+
+    def stopping(self) -> bool:
+        """True once asked to stop (e.g. Ctrl-C): the run stays interrupted, for resume."""
+        return self.stop is not None and self.stop.is_set()
 
     def wants_more(self) -> bool:
         """Active, or paused with attempts still in flight whose results we keep."""
@@ -223,23 +233,17 @@ class RunController:
         assert self.scheduler is not None
         if self.state.status is not RunStatus.ACTIVE:
             return []
-        blocked: list[tuple[Key, str]] = []
-        allowed: list[Key] = []
-        for cid, phase in self.scheduler.ready_for_state(self.state, now=self.clock()):
-            reason = check_dispatch(
-                phase.value,
-                spend_total=self.state.usage.cost_usd,
-                phase_spend=self.state.spend_by_phase,
-                budget=self.settings.budget,
-            )
-            if reason is None:
-                allowed.append((cid, phase))
-            else:
-                blocked.append(((cid, phase), reason))
+        ready = self.scheduler.ready_for_state(self.state, now=self.clock())
+        allowed, blocked = within_budget(self.state, ready, self.settings.budget, self._priors())
         if blocked and not allowed and not self.state.in_flight():
             for event in budget_stop(self.state, blocked[0][1]):
                 self._log(event)
         return allowed
+
+    def _priors(self) -> dict[Phase, float]:
+        if self._prior_usd is None:
+            self._prior_usd = prior_attempt_usd(self.state.agent, self.state.agent_options)
+        return self._prior_usd
 
     def dispatch(self, component_id: str, phase: Phase) -> None:
         """Log and send one new attempt of a ready item."""
@@ -425,7 +429,10 @@ class RunController:
         later = [t for t in self._pending_retry_times() if t > self.clock()]
         if not later:
             return False
-        self.sleep(max(0.0, min(later) - self.clock()))
+        wait_s = max(0.0, min(later) - self.clock())
+        if self.stop is not None:
+            wait_s = min(wait_s, self.poll_s)  # stay responsive to a stop request
+        self.sleep(wait_s)
         return True
 
     def _poll_timeout(self) -> float:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+import traceback
 
 # The command modules register themselves on ``app`` when imported, in the order
 # ``pact --help`` lists them.
@@ -20,7 +22,7 @@ from scheduler.cli import doctor  # noqa: F401
 
 # isort: split
 from scheduler.cli import fleet  # noqa: F401
-from scheduler.cli.app import app
+from scheduler.cli.app import EXIT_INTERNAL, EXIT_INTERRUPTED, app, say
 
 __all__ = ["app", "main"]
 
@@ -33,4 +35,25 @@ def main() -> None:
     path = os.environ.get("PATH", "")
     if bindir and bindir not in path.split(os.pathsep):
         os.environ["PATH"] = os.pathsep.join([bindir, path]) if path else bindir
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:
+        say("stopped before anything was started", label="interrupted", to_err=True)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as exc:  # a bug: say so in one line, keep the traceback in a file
+        raise SystemExit(report_crash(exc)) from None
+
+
+def report_crash(exc: BaseException) -> int:
+    """Write the traceback of an unexpected error to a file and say where it is."""
+    text = "".join(traceback.format_exception(exc))
+    fd, path = tempfile.mkstemp(prefix="pact-crash-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(f"pact {' '.join(sys.argv[1:])}\n\n{text}")
+    say(
+        f"internal error ({type(exc).__name__}: {exc}); this is a bug in pact-fleet, not in "
+        f"your input. The details are in {path}: please report them",
+        label="error",
+        to_err=True,
+    )
+    return EXIT_INTERNAL

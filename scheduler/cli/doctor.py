@@ -6,10 +6,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
-from pact_workers.errors import InputError
 from scheduler import commands
-from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, bad_input, out
+from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, out, user_errors
+
+#: How each status is marked (the same width, so that the names line up).
+MARKS = {
+    "ok": Text("ok     ", style="green"),
+    "missing": Text("MISSING", style="red"),
+    "skip": Text("skip   ", style="dim"),
+    "warn": Text("warn   ", style="yellow"),
+}
 
 
 @app.command()
@@ -27,15 +35,15 @@ def doctor(
 ) -> None:
     """Check the environment, Docker, the sandbox image and Redis; say how to fix what is
     missing."""
-    try:
+    with user_errors():
         checks = commands.doctor_checks(project_dir=project, sandbox=sandbox, broker_url=broker)
-    except InputError as exc:
-        raise bad_input(exc) from exc
     section = ""
-    for where, name, ok, detail in checks:
-        if where != section:
-            out.print(f"[bold]{where}[/]")
-            section = where
-        mark = "[green]ok[/]  " if ok else "[red]MISSING[/]"
-        out.print(f"  {mark} {name}: {detail}", highlight=False, soft_wrap=True)
-    raise typer.Exit(EXIT_OK if all(ok for _, _, ok, _ in checks) else EXIT_FAILED)
+    for check in checks:
+        if check.section != section:
+            out.print(Text(check.section, style="bold"))
+            section = check.section
+        line = Text("  ")
+        line.append(MARKS[check.status])
+        line.append(f" {check.what}: {check.detail}")
+        out.print(line, soft_wrap=True)
+    raise typer.Exit(EXIT_OK if all(c.passed for c in checks) else EXIT_FAILED)

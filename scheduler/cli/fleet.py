@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -10,10 +9,11 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from pact_workers.errors import InputError
 from scheduler import commands
-from scheduler.cli.app import EXIT_BAD_INPUT, EXIT_OK, app, bad_input, err, out
+from scheduler.budget import format_usd
+from scheduler.cli.app import EXIT_BAD_INPUT, EXIT_OK, app, out, print_json, say, user_errors
 
 
 @app.command()
@@ -51,7 +51,7 @@ def worker(
     ] = True,
 ) -> None:
     """Start a fleet worker: `celery worker` on the queues of the given roles."""
-    try:
+    with user_errors():
         argv = commands.worker_argv(
             broker_url=broker,
             roles=roles,
@@ -60,11 +60,9 @@ def worker(
             loglevel=loglevel,
             lease_ttl_s=lease_ttl,
         )
-    except InputError as exc:
-        raise bad_input(exc) from exc
     if supervise:
         child = [sys.executable, "-m", "scheduler.cli", *sys.argv[1:], "--no-supervise"]
-        raise typer.Exit(commands.supervise(child, log=lambda m: err.print(m, highlight=False)))
+        raise typer.Exit(commands.supervise(child, log=lambda m: say(m, to_err=True)))
     from pact_workers.app import app as celery_app
 
     # Celery's own exit status, so that a supervisor can tell a crash from a stop.
@@ -96,7 +94,7 @@ def scheduler_service(
     metrics_addr: Annotated[str, typer.Option(envvar="PACT_METRICS_ADDR")] = "127.0.0.1",
 ) -> None:
     """Run the scheduler service: drive every submitted run over the fleet."""
-    try:
+    with user_errors():
         service = commands.make_service(
             broker_url=broker,
             runs_dir=runs_dir,
@@ -104,10 +102,8 @@ def scheduler_service(
             metrics_port=metrics_port,
             metrics_addr=metrics_addr,
         )
-    except InputError as exc:
-        raise bad_input(exc) from exc
     service.install_signal_handlers()
-    err.print(f"scheduler service {service.service_id} driving runs in {runs_dir}")
+    say(f"scheduler service {service.service_id} driving runs in {runs_dir}", to_err=True)
     service.run_forever()
 
 
@@ -134,7 +130,7 @@ def submit(
 
     Every valid tree is queued even when another is rejected (exit code 2 then).
     """
-    try:
+    with user_errors():
         queued, errors = commands.submit_batch(
             broker_url=broker,
             trees=trees,
@@ -144,12 +140,10 @@ def submit(
             sandbox=sandbox,
             settings_path=settings,
         )
-    except InputError as exc:
-        raise bad_input(exc) from exc
     for entry in queued:
-        out.print(f"{entry.name}: queued as run {entry.run_id}", highlight=False)
+        say(f"{entry.name}: queued as run {entry.run_id}")
     for error in errors:
-        err.print(f"[bold red]rejected:[/] {error}", highlight=False, soft_wrap=True)
+        say(error, label="rejected", to_err=True)
     raise typer.Exit(EXIT_BAD_INPUT if errors else EXIT_OK)
 
 
@@ -159,18 +153,16 @@ def workers(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """List the fleet's live workers (their heartbeats) and the roles none serves."""
-    try:
+    with user_errors():
         found = commands.fleet_workers(broker)
-    except InputError as exc:
-        raise bad_input(exc) from exc
     missing = commands.roles_without_workers(found)
     if as_json:
-        out.print_json(json.dumps({"workers": found, "roles_without_workers": missing}))
+        print_json({"workers": found, "roles_without_workers": missing})
         raise typer.Exit(EXIT_OK)
     table = Table("worker", "roles", "host", "pid", "concurrency", "last heartbeat")
     now = time.time()
     for worker_id, info in sorted(found.items()):
-        table.add_row(
+        cells = (
             worker_id,
             ", ".join(info.get("roles", [])),
             str(info.get("hostname", "")),
@@ -178,9 +170,10 @@ def workers(
             str(info.get("concurrency") or ""),
             f"{now - float(info.get('heartbeat_at', now)):.0f} s ago",
         )
+        table.add_row(*(Text(c) for c in cells))
     out.print(table)
     if missing:
-        err.print(f"[yellow]no live worker serves:[/] {', '.join(missing)}", highlight=False)
+        say(", ".join(missing), label="no live worker serves", to_err=True)
     raise typer.Exit(EXIT_OK)
 
 
@@ -190,26 +183,25 @@ def runs(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """List the runs the scheduler service knows, with their state."""
-    try:
+    with user_errors():
         entries = commands.list_service_runs(broker_url=broker)
-    except InputError as exc:
-        raise bad_input(exc) from exc
     if as_json:
-        out.print_json(json.dumps([e.model_dump() for e in entries]))
+        print_json([e.model_dump() for e in entries])
         raise typer.Exit(EXIT_OK)
     table = Table()
-    for col in ("run", "tree", "state", "priority", "items", "cost $", "submitted", "reason"):
+    for col in ("run", "tree", "state", "priority", "items", "cost", "submitted", "reason"):
         table.add_column(col)
     for e in entries:
-        table.add_row(
+        cells = (
             e.run_id,
             e.name,
             e.state,
             str(e.priority),
             f"{e.items_done}/{e.items_total}",
-            f"{e.cost_usd:.4f}",
+            format_usd(e.cost_usd),
             e.submitted_at,
             e.reason[:60],
         )
+        table.add_row(*(Text(c) for c in cells))
     out.print(table)
     raise typer.Exit(EXIT_OK)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from pact_workers.errors import InputError
+from pact_workers.agents.factory import AGENTS
 from scheduler import commands
-from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, bad_input, err, out
+from scheduler.audit import is_driven
+from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
+from scheduler.cli.interrupt import interruptible
 from scheduler.cli.views import (
     ProgressListener,
     exit_for,
@@ -18,7 +19,32 @@ from scheduler.cli.views import (
     print_summary,
     progress_display,
 )
+from scheduler.commands.agents import NOOP_NOTE
+from scheduler.project import ProjectDir
 from scheduler.report import poisoned_items, summary_rows
+
+AgentOption = Annotated[
+    str | None,
+    typer.Option(
+        envvar="PACT_AGENT",
+        help=f"Who writes the artifacts: {', '.join(AGENTS)} "
+        "(default: the backend pact.yaml's agents: names, else replay)",
+    ),
+]
+SandboxOption = Annotated[
+    str,
+    typer.Option(
+        envvar="PACT_SANDBOX",
+        help="Where agents and tests run: local (a subprocess; isolates nothing) or docker",
+    ),
+]
+ExecutorOption = Annotated[
+    str, typer.Option(envvar="PACT_EXECUTOR", help="local (in-process) or celery (the fleet)")
+]
+BrokerOption = Annotated[
+    str | None, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
+]
+WorkersOption = Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")]
 
 
 @app.command()
@@ -27,37 +53,56 @@ def run(
     project: Annotated[
         Path, typer.Option("--project", envvar="PACT_PROJECT", help="Project directory to run into")
     ],
-    agent: Annotated[str, typer.Option(envvar="PACT_AGENT", help="Agent backend")] = "replay",
+    agent: AgentOption = None,
     replay_dir: Annotated[
         Path | None, typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent")
     ] = None,
-    workers: Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")] = 4,
-    sandbox: Annotated[str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox")] = "local",
-    executor: Annotated[
-        str, typer.Option(envvar="PACT_EXECUTOR", help="local (in-process) or celery (the fleet)")
-    ] = "local",
-    broker: Annotated[
-        str | None, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
-    ] = None,
+    workers: WorkersOption = 4,
+    sandbox: SandboxOption = "local",
+    executor: ExecutorOption = "local",
+    broker: BrokerOption = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            envvar="PACT_DRY_RUN",
+            help="Validate the tree, settings, agent and project directory; write nothing",
+        ),
+    ] = False,
 ) -> None:
     """Run every component of TREE through contract, test and implementation."""
+    options = {
+        "tree_path": tree,
+        "project_dir": project,
+        "agent_name": agent,
+        "replay_dir": replay_dir,
+        "workers": workers,
+        "sandbox_name": sandbox,
+        "executor_name": executor,
+        "broker_url": broker,
+    }
+    if dry_run:
+        with user_errors():
+            plan = commands.prepare_run(**options)  # type: ignore[arg-type]
+        summary = plan.summary()
+        for warning in summary["warnings"]:
+            say(warning, label="warning", to_err=True)
+        say(
+            f"{tree}: {summary['components']} components ({summary['leaves']} leaves, depth "
+            f"{summary['depth']}), {summary['work_items']} work items, "
+            f"{summary['ready_at_start']} contracts ready at the start; agent "
+            f"{summary['agent']}, sandbox {summary['sandbox']}, executor {summary['executor']}"
+        )
+        say(f"dry run: nothing was written to {project}")
+        raise typer.Exit(EXIT_OK)
     if executor == "celery" and broker:
         _warn_about_the_fleet(broker)
-    try:
-        with progress_display() as progress:
-            state = commands.run_tree(
-                tree_path=tree,
-                project_dir=project,
-                agent_name=agent,
-                replay_dir=replay_dir,
-                workers=workers,
-                sandbox_name=sandbox,
-                listener=ProgressListener(progress),
-                executor_name=executor,
-                broker_url=broker,
-            )
-    except InputError as exc:
-        raise bad_input(exc) from exc
+    with user_errors():
+        plan = commands.prepare_run(**options)  # type: ignore[arg-type]
+        for warning in plan.warnings:
+            say(warning, label="warning", to_err=True)
+        with interruptible(project) as stop, progress_display() as progress:
+            state = commands.run_plan(plan, listener=ProgressListener(progress), stop=stop)
     print_summary(state, project)
     raise typer.Exit(exit_for(state))
 
@@ -65,7 +110,7 @@ def run(
 def _warn_about_the_fleet(broker: str) -> None:
     warning = commands.fleet_warning(broker)
     if warning:
-        err.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+        say(warning, label="warning", to_err=True)
 
 
 @app.command()
@@ -76,33 +121,35 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Show a run's state, rebuilt from its audit log."""
-    try:
+    with user_errors():
         state, warnings = commands.read_status(project_dir=project)
         problems = commands.state_json_problems(project_dir=project)
-    except InputError as exc:
-        raise bad_input(exc) from exc
+    driven = is_driven(ProjectDir(project).audit_path)
     if as_json:
-        doc = {
-            "run_id": state.run_id,
-            "status": state.status.value,
-            "pause_reason": state.pause_reason,
-            "recommendation": state.recommendation,
-            "fail_reason": state.fail_reason,
-            "usage": state.usage.model_dump(),
-            "spend_by_phase": state.spend_by_phase,
-            "items": state.counts(),
-            "components": summary_rows(state),
-            "poisoned": dict(poisoned_items(state)),
-            "pattern_type": state.pattern_type,
-            "affected_components": state.affected_components,
-            "inconsistencies": problems,
-            "warnings": warnings,
-        }
-        out.print_json(json.dumps(doc))
+        print_json(
+            {
+                "run_id": state.run_id,
+                "status": state.status.value,
+                "driven": driven,
+                "agent": state.agent,
+                "pause_reason": state.pause_reason,
+                "recommendation": state.recommendation,
+                "fail_reason": state.fail_reason,
+                "usage": state.usage.model_dump(),
+                "spend_by_phase": state.spend_by_phase,
+                "items": state.counts(),
+                "components": summary_rows(state),
+                "poisoned": dict(poisoned_items(state)),
+                "pattern_type": state.pattern_type,
+                "affected_components": state.affected_components,
+                "inconsistencies": problems,
+                "warnings": [*warnings, *([NOOP_NOTE] if state.agent == "noop" else [])],
+            }
+        )
     else:
         for warning in warnings:
-            err.print(f"[yellow]warning:[/] {warning}", highlight=False)
-        print_summary(state, project)
+            say(warning, label="warning", to_err=True)
+        print_summary(state, project, driven=driven)
         print_details(state, project, problems)
     raise typer.Exit(EXIT_OK)
 
@@ -125,7 +172,10 @@ def resume(
         ),
     ] = None,
     agent: Annotated[
-        str | None, typer.Option(envvar="PACT_AGENT", help="Agent backend (default: the run's)")
+        str | None,
+        typer.Option(
+            envvar="PACT_AGENT", help=f"Agent: {', '.join(AGENTS)} (default: the run's own)"
+        ),
     ] = None,
     replay_dir: Annotated[
         Path | None,
@@ -133,33 +183,27 @@ def resume(
             envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent (default: the run's)"
         ),
     ] = None,
-    workers: Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")] = 4,
-    sandbox: Annotated[str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox")] = "local",
-    executor: Annotated[
-        str, typer.Option(envvar="PACT_EXECUTOR", help="local (in-process) or celery (the fleet)")
-    ] = "local",
-    broker: Annotated[
-        str | None, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
-    ] = None,
+    workers: WorkersOption = 4,
+    sandbox: SandboxOption = "local",
+    executor: ExecutorOption = "local",
+    broker: BrokerOption = None,
 ) -> None:
     """Resume a failed, paused or interrupted run; verified work is kept."""
-    try:
-        with progress_display() as progress:
-            state, problems = commands.resume_run(
-                project_dir=project,
-                from_phase=from_phase,
-                agent_name=agent,
-                replay_dir=replay_dir,
-                workers=workers,
-                sandbox_name=sandbox,
-                executor_name=executor,
-                broker_url=broker,
-                listener=ProgressListener(progress),
-            )
-    except InputError as exc:
-        raise bad_input(exc) from exc
+    with user_errors(), interruptible(project) as stop, progress_display() as progress:
+        state, problems = commands.resume_run(
+            project_dir=project,
+            from_phase=from_phase,
+            agent_name=agent,
+            replay_dir=replay_dir,
+            workers=workers,
+            sandbox_name=sandbox,
+            executor_name=executor,
+            broker_url=broker,
+            listener=ProgressListener(progress),
+            stop=stop,
+        )
     for problem in problems:
-        out.print(f"[yellow]repaired on resume:[/] {problem}", highlight=False)
+        say(problem, label="repaired on resume")
     print_summary(state, project)
     raise typer.Exit(exit_for(state))
 
@@ -172,22 +216,27 @@ def rebuild(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", envvar="PACT_DRY_RUN", help="Report only; write nothing")
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Rewrite state.json even when it records more than the audit log replays to",
+        ),
+    ] = False,
 ) -> None:
     """Rebuild state.json from the audit log and report what disagreed."""
-    try:
-        state, problems = commands.rebuild_run(project_dir=project, dry_run=dry_run)
-    except InputError as exc:
-        raise bad_input(exc) from exc
+    with user_errors():
+        state, problems = commands.rebuild_run(project_dir=project, dry_run=dry_run, force=force)
     for warning in state.warnings:
-        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        say(warning, label="warning", to_err=True)
     for problem in problems:
-        out.print(f"inconsistent: {problem}", highlight=False)
+        say(problem, label="inconsistent")
     if not problems:
-        out.print("state.json matches the audit log and the disk")
+        say("state.json matches the audit log and the disk")
     elif dry_run:
-        out.print(f"{len(problems)} inconsistencies; run without --dry-run to rewrite state.json")
+        say(f"{len(problems)} inconsistencies; run without --dry-run to rewrite state.json")
     else:
-        out.print(f"state.json rewritten from the audit log ({len(problems)} inconsistencies)")
+        say(f"state.json rewritten from the audit log ({len(problems)} inconsistencies)")
     raise typer.Exit(EXIT_FAILED if problems and dry_run else EXIT_OK)
 
 
@@ -196,16 +245,16 @@ def demo(
     directory: Annotated[
         Path | None, typer.Argument(help="New or empty directory (default: a fresh temporary one)")
     ] = None,
-    workers: Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")] = 4,
+    workers: WorkersOption = 4,
 ) -> None:
     """Run the bundled example project with the replay agent and print a summary."""
-    try:
-        with progress_display() as progress:
+    with user_errors():
+        target = commands.demo_directory(directory)
+        say(f"project directory: {target}", to_err=True)
+        with interruptible(target) as stop, progress_display() as progress:
             project_dir, state = commands.run_demo(
-                directory=directory, workers=workers, listener=ProgressListener(progress)
+                directory=target, workers=workers, listener=ProgressListener(progress), stop=stop
             )
-    except InputError as exc:
-        raise bad_input(exc) from exc
     print_summary(state, project_dir)
-    out.print(f"project directory: {project_dir}")
+    say(f"project directory: {project_dir}")
     raise typer.Exit(exit_for(state))

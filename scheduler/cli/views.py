@@ -1,44 +1,65 @@
-"""What the CLI shows of a run: progress while it works, summary and details after."""
+"""What the CLI shows of a run: progress while it works, summary and details after.
+
+User text (ids, paths, error messages) goes into tables as :class:`Text` and onto
+lines through :func:`say`, never as markup. Long lists are cut at
+:data:`MAX_ROWS` rows with a line saying how many more there are: a run of ten
+thousand components must answer in seconds, and ``--json`` has everything.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from pact_workers.errors import InputError
 from pact_workers.models.work import ItemStatus
-from scheduler.budget import PhaseBudget
-from scheduler.cli.app import EXIT_FAILED, EXIT_OK, err, out
+from scheduler.budget import PhaseBudget, format_usd
+from scheduler.cli.app import EXIT_FAILED, EXIT_OK, err, out, say
+from scheduler.commands.agents import NOOP_NOTE
 from scheduler.events import Event, ItemDispatched, ItemFailed
 from scheduler.project import ProjectDir
 from scheduler.report import poisoned_items, summary_rows
 from scheduler.settings import load_settings
 from scheduler.state import RunState, RunStatus
 
+#: Rows of a table or lines of a list shown before "... and N more".
+MAX_ROWS = 200
+
+FINISHED = frozenset({ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED})
+
 
 class ProgressListener:
-    """Shows items finished out of all items while a run works."""
+    """Shows items finished out of all items while a run works (at most ten times a
+    second: counting is a pass over every item)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, *, every_s: float = 0.1) -> None:
         self.progress = progress
         self.task: Any = None
+        self.every_s = every_s
+        self._shown_at = 0.0
 
     def __call__(self, event: Event, state: RunState) -> None:
         if self.task is None:
             self.task = self.progress.add_task("items", total=len(state.items))
-        finished = sum(
-            i.status in {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED}
-            for i in state.items.values()
-        )
+        now = time.monotonic()
+        if now - self._shown_at < self.every_s:
+            return
+        self._shown_at = now
+        finished = sum(i.status in FINISHED for i in state.items.values())
         label = ""
         if isinstance(event, ItemDispatched):
             label = f"{event.component_id}/{event.phase.value} #{event.attempt}"
         elif isinstance(event, ItemFailed):
             label = f"{event.component_id}/{event.phase.value}: {event.decision}"
-        self.progress.update(self.task, completed=finished, description=label or "items")
+        # The description is a markup template: escape the ids it shows.
+        label = (label or "items").replace("[", r"\[")
+        self.progress.update(self.task, completed=finished, description=label)
 
 
 def progress_display() -> Progress:
@@ -52,22 +73,40 @@ def progress_display() -> Progress:
     )
 
 
+def say_some(lines: Iterable[str], *, label: str = "", limit: int = MAX_ROWS) -> None:
+    """Print up to ``limit`` lines, then how many were left out."""
+    shown = 0
+    extra = 0
+    for line in lines:
+        if shown < limit:
+            say(line, label=label)
+            shown += 1
+        else:
+            extra += 1
+    if extra:
+        say(f"... and {extra} more (`pact status DIR --json` lists them all)")
+
+
 def print_details(state: RunState, project_dir: Path, problems: list[str]) -> None:
     """What ``pact status`` adds to the summary: poison, suspension, spend, consistency."""
-    for key, root in poisoned_items(state):
-        out.print(
-            f"poisoned: {key} (root cause: {root}: {state.items[root].last_error})", highlight=False
-        )
-    for key, item in state.items.items():
-        if item.suspension is not None and item.status is not ItemStatus.DONE:
-            out.print(
-                f"suspended ({item.suspension.value}): {key}: {item.suspension_reason}",
-                highlight=False,
-            )
+    say_some(
+        (
+            f"{key} (root cause: {root}: {state.items[root].last_error})"
+            for key, root in poisoned_items(state)
+        ),
+        label="poisoned",
+    )
+    say_some(
+        (
+            f"suspended ({item.suspension.value}): {key}: {item.suspension_reason}"
+            for key, item in state.items.items()
+            if item.suspension is not None and item.status is not ItemStatus.DONE
+        ),
+    )
     try:
         settings = load_settings(ProjectDir(project_dir).settings_path)
     except InputError as exc:
-        err.print(f"[yellow]warning:[/] {exc}", highlight=False)
+        say(exc, label="warning", to_err=True)
         settings = None
     budget = PhaseBudget(
         phase_spend=dict(state.spend_by_phase),
@@ -75,53 +114,77 @@ def print_details(state: RunState, project_dir: Path, problems: list[str]) -> No
     )
     total = settings.budget_usd if settings else None
     table = Table(title="spend by phase", title_justify="left")
-    for col in ("phase", "spent $", "cap $", "remaining $"):
+    for col in ("phase", "spent", "cap", "remaining"):
         table.add_column(col)
     for phase, row in budget.phase_summary(total).items():
         table.add_row(
-            phase,
-            f"{row['spent']:.4f}",
-            "" if row.get("cap") is None else f"{row['cap']:.4f}",
-            "" if row.get("remaining") is None else f"{row['remaining']:.4f}",
+            Text(phase),
+            format_usd(row["spent"]),
+            "" if row.get("cap") is None else format_usd(row["cap"]),
+            "" if row.get("remaining") is None else format_usd(row["remaining"]),
         )
     out.print(table)
     if total is not None:
-        out.print(f"total budget: ${state.usage.cost_usd:.4f} of ${total:.2f}")
-    for problem in problems:
-        out.print(f"[yellow]inconsistent:[/] {problem}", highlight=False)
+        say(f"total budget: {format_usd(state.usage.cost_usd)} of {format_usd(total)}")
+    say_some(problems, label="inconsistent", limit=20)
 
 
-def print_summary(state: RunState, project_dir: Path) -> None:
-    table = Table(title=f"run {state.run_id}: {state.status.value}", title_justify="left")
-    for col in (
-        "component",
-        "contract",
-        "test",
-        "implement/integrate",
-        "attempts",
-        "tests",
-        "cost $",
-    ):
+def print_summary(state: RunState, project_dir: Path, *, driven: bool | None = None) -> None:
+    """The run's table (one row per component) and how it ended.
+
+    ``driven``: whether a pact process drives the run now (None: not known); an
+    active run that nothing drives was interrupted.
+    """
+    status = state.status.value
+    if state.status is RunStatus.ACTIVE and driven is False:
+        status = "interrupted"
+    table = Table(title=Text(f"run {state.run_id}: {status}"), title_justify="left")
+    for col in ("component", "contract", "test", "implement/integrate", "attempts", "tests"):
         table.add_column(col)
-    for row in summary_rows(state):
-        phases = list(row["phases"].values())
-        attempts = "/".join(str(a) for a in row["attempts"].values())
+    table.add_column("cost", justify="right")
+    rows = summary_rows(state)
+    # With many components, the ones that need attention first.
+    shown = (
+        rows
+        if len(rows) <= MAX_ROWS
+        else sorted(rows, key=lambda r: all(p == "done" for p in r["phases"].values()))[:MAX_ROWS]
+    )
+    for row in shown:
         table.add_row(
-            row["component_id"], *phases, attempts, row["tests"], f"{row['cost_usd']:.4f}"
+            Text(row["component_id"]),
+            *row["phases"].values(),
+            "/".join(str(a) for a in row["attempts"].values()),
+            row["tests"],
+            format_usd(row["cost_usd"]),
         )
     out.print(table)
+    if len(rows) > len(shown):
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(state.counts().items()))
+        say(
+            f"... {len(rows) - len(shown)} more components not shown (items: {counts}); "
+            "`pact status DIR --json` lists them all"
+        )
     usage = state.usage
-    out.print(
-        f"total: ${usage.cost_usd:.4f}, {usage.input_tokens + usage.output_tokens} tokens; "
-        f"audit log: {project_dir / '.pact' / 'audit.jsonl'}"
+    say(
+        f"total: {format_usd(usage.cost_usd)}, {usage.input_tokens + usage.output_tokens} "
+        f"tokens; audit log: {project_dir / '.pact' / 'audit.jsonl'}"
     )
+    if state.agent == "noop":
+        say(NOOP_NOTE, label="note")
     if state.status is RunStatus.FAILED:
-        out.print(f"[red]failed:[/] {state.fail_reason}")
-        for row in summary_rows(state):
-            if row["poisoned_by"]:
-                out.print(f"  {row['component_id']}: poisoned by {row['poisoned_by']}")
+        say(state.fail_reason, label="failed")
+        say_some(
+            f"  {row['component_id']}: poisoned by {row['poisoned_by']}"
+            for row in rows
+            if row["poisoned_by"]
+        )
     elif state.status is RunStatus.PAUSED:
-        out.print(f"[yellow]paused:[/] {state.pause_reason}\n  {state.recommendation}")
+        say(f"{state.pause_reason}\n  {state.recommendation}", label="paused")
+    elif status == "interrupted":
+        say(
+            f"no pact process is driving this run; continue it with `pact resume {project_dir}`",
+            label="interrupted",
+        )
 
 
 def exit_for(state: RunState) -> int:

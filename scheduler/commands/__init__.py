@@ -8,7 +8,7 @@ anything: bad input raises an :class:`InputError` and leaves the disk untouched.
 from __future__ import annotations
 
 from scheduler.commands.agents import SANDBOXES, make_agent, make_sandbox
-from scheduler.commands.demo import EXAMPLE, example_dir, run_demo
+from scheduler.commands.demo import EXAMPLE, demo_directory, example_dir, run_demo
 from scheduler.commands.doctor import Check, doctor_checks
 from scheduler.commands.fleet import (
     EXECUTORS,
@@ -23,10 +23,13 @@ from scheduler.commands.fleet import (
     worker_argv,
 )
 from scheduler.commands.runs import (
+    RunPlan,
     drive_run,
+    prepare_run,
     read_status,
     rebuild_run,
     resume_run,
+    run_plan,
     run_tree,
     state_json_problems,
 )
@@ -38,7 +41,9 @@ __all__ = [
     "PIPELINE_ROLES",
     "SANDBOXES",
     "Check",
+    "RunPlan",
     "check_executor",
+    "demo_directory",
     "doctor_checks",
     "drive_run",
     "example_dir",
@@ -48,11 +53,13 @@ __all__ = [
     "make_agent",
     "make_sandbox",
     "make_service",
+    "prepare_run",
     "read_status",
     "rebuild_run",
     "resume_run",
     "roles_without_workers",
     "run_demo",
+    "run_plan",
     "run_tree",
     "state_json_problems",
     "submit_batch",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
 from pact_workers.errors import RunDirError
+from scheduler.commands.rundir import created_by
 from scheduler.commands.runs import run_tree
 from scheduler.project import ProjectDir
 from scheduler.run import Listener
@@ -26,16 +28,30 @@ def example_dir(name: str = EXAMPLE) -> Iterator[Path]:
         yield Path(path)
 
 
-def run_demo(
-    *, directory: Path | None, workers: int = 4, listener: Listener | None = None
-) -> tuple[Path, RunState]:
-    """Run the bundled example with the replay agent into a fresh directory."""
+def demo_directory(directory: Path | None) -> Path:
+    """Where the demo runs: ``directory`` if new or empty, else a fresh temporary one.
+
+    Raises:
+        RunDirError: ``directory`` exists and is not an empty directory.
+    """
     if directory is None:
-        directory = Path(tempfile.mkdtemp(prefix="pact-demo-"))
-    elif directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        return Path(tempfile.mkdtemp(prefix="pact-demo-"))
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise RunDirError(f"{directory}: the demo needs a new or empty directory")
+    return directory
+
+
+def run_demo(
+    *,
+    directory: Path | None,
+    workers: int = 4,
+    listener: Listener | None = None,
+    stop: threading.Event | None = None,
+) -> tuple[Path, RunState]:
+    """Run the bundled example with the replay agent into a new or empty directory."""
+    project_dir = demo_directory(directory)
+    created = created_by(project_dir)
     with example_dir() as example:
-        project_dir = directory
         tree_copy = project_dir / "tree.json"
         state = None
         try:
@@ -44,11 +60,18 @@ def run_demo(
             state = run_tree(
                 tree_path=tree_copy,
                 project_dir=project_dir,
+                agent_name="replay",
                 replay_dir=example / "replay",
                 workers=workers,
                 listener=listener,
+                stop=stop,
             )
         finally:
             if state is None and not ProjectDir(project_dir).has_run():
-                shutil.rmtree(project_dir, ignore_errors=True)
+                # Leave nothing behind: what the demo made goes; a directory the
+                # user made (empty, by the check above) stays, empty again.
+                if created is not None:
+                    shutil.rmtree(created, ignore_errors=True)
+                else:
+                    tree_copy.unlink(missing_ok=True)
     return project_dir, state

@@ -4,17 +4,40 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Literal, NamedTuple
 
 from pact_workers.errors import InputError
 from pact_workers.fleet.connection import check_redis_url, redis_from_url
 from pact_workers.models.environment import EnvironmentSpec
 from pact_workers.sandbox.base import SandboxRequest
-from scheduler.commands.agents import SANDBOXES
+from scheduler.commands.agents import (
+    LOCAL_SANDBOX_LIMITS,
+    SANDBOXES,
+    default_agent,
+    missing_api_keys,
+)
 from scheduler.commands.fleet import fleet_workers, roles_without_workers
 from scheduler.project import ProjectDir
-from scheduler.settings import load_settings
+from scheduler.settings import Settings, load_settings
 
-Check = tuple[str, str, bool, str]  # section, what, passed, detail or how to fix it
+
+class Check(NamedTuple):
+    """One thing checked. ``status``: ``ok``; ``missing`` (a failure: the command exits
+    1); ``skip`` (a failure that does not matter for this sandbox); ``warn`` (works, but
+    worth knowing)."""
+
+    section: str
+    what: str
+    status: Literal["ok", "missing", "skip", "warn"]
+    detail: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status != "missing"
+
+
+def _check(section: str, what: str, ok: bool, detail: str) -> Check:
+    return Check(section, what, "ok" if ok else "missing", detail)
 
 
 def doctor_checks(
@@ -32,7 +55,7 @@ def doctor_checks(
     checks: list[Check] = []
     python = env.resolve_python()
     checks.append(
-        (
+        _check(
             "environment",
             f"python interpreter {env.python_path!r}",
             python is not None,
@@ -40,7 +63,7 @@ def doctor_checks(
         )
     )
     checks.append(
-        (
+        _check(
             "environment",
             "PATH inherited from the parent",
             env.inherit_path,
@@ -51,7 +74,7 @@ def doctor_checks(
     for tool in env.required_tools:
         found = shutil.which(tool, path=env.path_value())
         checks.append(
-            (
+            _check(
                 "environment",
                 f"required tool {tool!r}",
                 tool not in missing,
@@ -59,13 +82,42 @@ def doctor_checks(
                 or "not found: install it or add its directory to environment.extra_path_dirs",
             )
         )
+    checks += _agent_checks(settings)
+    if sandbox == "local":
+        checks.append(Check("sandbox", "local sandbox", "warn", LOCAL_SANDBOX_LIMITS))
     checks += _docker_checks(env, required=sandbox == "docker")
     if broker_url:
         redis_check = _redis_check(broker_url)
         checks.append(redis_check)
-        if redis_check[2]:
+        if redis_check.passed:
             checks.append(_workers_check(broker_url))
     return checks
+
+
+def _agent_checks(settings: Settings) -> list[Check]:
+    """The API keys the configured backends need, where this command runs."""
+    name = default_agent(settings)
+    if name is None:
+        return [
+            Check(
+                "agents",
+                "backend",
+                "ok",
+                "none configured in pact.yaml (runs use --agent; see README: Run on a real model)",
+            )
+        ]
+    missing = missing_api_keys(settings.agents, name)
+    if not missing:
+        return [Check("agents", f"backend {name}", "ok", "every API key it needs is set here")]
+    return [
+        Check(
+            "agents",
+            f"backend {name}",
+            "missing",
+            f"{problem} (fleet workers need it in their own environment)",
+        )
+        for problem in missing
+    ]
 
 
 def _docker_checks(env: EnvironmentSpec, *, required: bool) -> list[Check]:
@@ -75,14 +127,11 @@ def _docker_checks(env: EnvironmentSpec, *, required: bool) -> list[Check]:
 
     def check(what: str, ok: bool, detail: str) -> Check:
         # Docker problems are only failures for a project that uses the Docker sandbox.
-        return (
-            "docker",
-            what,
-            ok or not required,
-            detail
-            if ok
-            else (detail if required else f"{detail} (only needed for --sandbox docker)"),
-        )
+        if ok:
+            return Check("docker", what, "ok", detail)
+        if required:
+            return Check("docker", what, "missing", detail)
+        return Check("docker", what, "skip", f"{detail} (only needed for --sandbox docker)")
 
     try:
         client = connect_from_env(timeout_s=5)
@@ -141,7 +190,7 @@ def _workers_check(broker_url: str) -> Check:
         )
     else:
         detail = f"{len(workers)} live, every role served"
-    return ("redis", "fleet workers", not missing, detail)
+    return _check("redis", "fleet workers", not missing, detail)
 
 
 def _redis_check(broker_url: str) -> Check:
@@ -150,18 +199,18 @@ def _redis_check(broker_url: str) -> Check:
     try:
         client = redis_from_url(check_redis_url(broker_url), retry_s=2)
     except InputError as exc:
-        return ("redis", "broker URL", False, str(exc))
+        return _check("redis", "broker URL", False, str(exc))
     try:
         wait_for_redis(client, 3)
         info = client.info("server")
-        return (
+        return _check(
             "redis",
             f"Redis at {redact(broker_url)}",
             True,
             f"version {info.get('redis_version', '?')}",
         )
     except Exception as exc:
-        return (
+        return _check(
             "redis",
             f"Redis at {redact(broker_url)}",
             False,

@@ -6,10 +6,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from pact_workers.agents.factory import AGENTS, agent_options
 from pact_workers.agents.replay import load_replay_script
 from pact_workers.errors import InputError
-from pact_workers.fleet.connection import check_redis_url, redis_from_url
+from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
 from scheduler.commands.agents import SANDBOXES
 from scheduler.metrics import SchedulerMetrics
 from scheduler.registry import RunEntry, list_runs, submit_trees
@@ -70,12 +72,33 @@ def check_executor(name: str, broker_url: str | None) -> str | None:
     if name == "celery":
         if not broker_url:
             raise InputError("--executor celery needs --broker redis://HOST:PORT/DB")
+        broker_client(broker_url).close()  # unreachable: say so now, not mid-run
         return check_redis_url(broker_url)
     return None
 
 
 #: The roles a run dispatches to (the trace analyst runs inside an implementer's attempt).
 PIPELINE_ROLES = ("contract_author", "test_author", "code_author", "integrator")
+
+
+#: How long a command waits for the broker before it says it is unreachable.
+BROKER_WAIT_S = 3.0
+
+
+def broker_client(broker_url: str, *, wait_s: float = BROKER_WAIT_S) -> redis.Redis:
+    """A client of the fleet's Redis that has answered a PING.
+
+    Raises:
+        SettingsError: a malformed URL.
+        BrokerUnavailable: no answer within ``wait_s``, naming host and port.
+    """
+    client = redis_from_url(check_redis_url(broker_url), retry_s=wait_s)
+    try:
+        wait_for_redis(client, wait_s)
+    except BaseException:
+        client.close()
+        raise
+    return client
 
 
 def fleet_workers(broker_url: str) -> dict[str, dict[str, Any]]:
@@ -86,7 +109,7 @@ def fleet_workers(broker_url: str) -> dict[str, dict[str, Any]]:
     """
     from pact_workers.fleet.leases import live_workers
 
-    client = redis_from_url(check_redis_url(broker_url), retry_s=2)
+    client = broker_client(broker_url)
     try:
         return live_workers(client)
     finally:
@@ -178,7 +201,7 @@ def submit_batch(
         replay_dir=str(replay_dir.resolve()) if replay_dir else None,
         prices=settings.prices,
     )
-    client = redis_from_url(check_redis_url(broker_url))
+    client = broker_client(broker_url)
     try:
         return submit_trees(
             client,
@@ -193,7 +216,7 @@ def submit_batch(
 
 
 def list_service_runs(*, broker_url: str) -> list[RunEntry]:
-    client = redis_from_url(check_redis_url(broker_url))
+    client = broker_client(broker_url)
     try:
         return list_runs(client)
     finally:

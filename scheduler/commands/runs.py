@@ -2,13 +2,19 @@
 ``resume`` and ``rebuild`` do).
 
 Every function validates all of its input before it writes anything: a bad
-tree, settings file or option raises an :class:`InputError` and leaves the
-disk untouched.
+tree, settings file, project directory or option raises an :class:`InputError`
+and leaves the disk untouched. :func:`prepare_run` is that validation on its
+own (``pact run --dry-run``).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pact_workers.agents.base import Agent
 from pact_workers.agents.factory import build_agent
@@ -16,11 +22,20 @@ from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import InputError, RunDirError
 from pact_workers.fleet.blobs import RedisBlobStore
 from pact_workers.fleet.tiered import TieredBlobStore
-from pact_workers.models.tree import load_tree
+from pact_workers.models.tree import DecompositionTree, load_tree
 from pact_workers.sandbox.base import Sandbox
 from scheduler.audit import AuditLog
-from scheduler.commands.agents import make_agent, make_sandbox
+from scheduler.commands.agents import (
+    LOCAL_SANDBOX_LIMITS,
+    NOOP_NOTE,
+    REAL_AGENTS,
+    default_agent,
+    make_agent,
+    make_sandbox,
+    missing_api_keys,
+)
 from scheduler.commands.fleet import check_executor
+from scheduler.commands.rundir import check_new_project_dir, check_run_dir, created_by
 from scheduler.executors.base import Executor
 from scheduler.executors.celery import CeleryExecutor
 from scheduler.executors.local import LocalExecutor
@@ -30,59 +45,171 @@ from scheduler.rebuild import read_state_json, rebuild_state, validate_state_con
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.run import Listener, RunController
 from scheduler.settings import Settings, load_settings
-from scheduler.state import RunState, RunStatus
+from scheduler.state import RunState, RunStatus, phases_for
+
+
+@dataclass
+class RunPlan:
+    """A run, validated and ready to start: nothing of it is on disk yet."""
+
+    tree: DecompositionTree
+    tree_bytes: bytes
+    project: ProjectDir
+    settings: Settings
+    agent_name: str
+    agent: Agent
+    agent_options: dict[str, str]
+    sandbox: Sandbox
+    sandbox_name: str
+    executor_name: str
+    broker_url: str | None
+    workers: int
+    #: Things worth saying before the run starts (they do not stop it).
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """What the run would do, for ``pact run --dry-run``."""
+        nodes = self.tree.nodes
+        depth = {self.tree.root_id: 0}
+        todo = [self.tree.root_id]
+        while todo:
+            cid = todo.pop()
+            for child in nodes[cid].children:
+                depth[child] = depth[cid] + 1
+                todo.append(child)
+        return {
+            "tree": self.tree.root_id,
+            "components": len(nodes),
+            "leaves": sum(1 for n in nodes.values() if n.is_leaf),
+            "depth": max(depth.values()),
+            "work_items": sum(len(phases_for(self.tree, cid)) for cid in nodes),
+            "ready_at_start": sum(1 for cid in nodes if not self.tree.internal_dependencies(cid)),
+            "project": str(self.project.root),
+            "agent": self.agent_name,
+            "sandbox": self.sandbox_name,
+            "executor": self.executor_name,
+            "warnings": list(self.warnings),
+        }
+
+
+def prepare_run(
+    *,
+    tree_path: Path,
+    project_dir: Path,
+    agent_name: str | None = None,
+    replay_dir: Path | None = None,
+    workers: int = 4,
+    sandbox_name: str = "local",
+    executor_name: str = "local",
+    broker_url: str | None = None,
+) -> RunPlan:
+    """Validate everything a run needs, in the order a user can fix it; write nothing.
+
+    ``agent_name`` None means the agent ``pact.yaml`` configures, else ``replay``.
+    """
+    if workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
+    broker_url = check_executor(executor_name, broker_url)
+    tree = load_tree(tree_path)
+    project = ProjectDir(project_dir)
+    check_new_project_dir(project)
+    settings = load_settings(project.settings_path)
+    name = agent_name or default_agent(settings) or "replay"
+    sandbox = make_sandbox(sandbox_name)
+    agent, options = make_agent(name, replay_dir=replay_dir, settings=settings, sandbox=sandbox)
+    if executor_name == "local":  # on the fleet, keys live in the workers' environment
+        missing = missing_api_keys(settings.agents, name)
+        if missing:
+            raise InputError("; ".join(missing))
+    if sandbox_name == "local":  # a container's tools are checked in its image, per run
+        check_environment(settings)
+    warnings = []
+    if name == "noop":
+        warnings.append(NOOP_NOTE)
+    if name in REAL_AGENTS and sandbox_name == "local":
+        warnings.append(LOCAL_SANDBOX_LIMITS)
+    return RunPlan(
+        tree=tree,
+        tree_bytes=tree_path.read_bytes(),
+        project=project,
+        settings=settings,
+        agent_name=name,
+        agent=agent,
+        agent_options=options,
+        sandbox=sandbox,
+        sandbox_name=sandbox_name,
+        executor_name=executor_name,
+        broker_url=broker_url,
+        workers=workers,
+        warnings=warnings,
+    )
+
+
+def start_plan(plan: RunPlan) -> None:
+    """Create the run directory of a prepared run; on any failure, leave nothing behind."""
+    created = created_by(plan.project.root)
+    try:
+        plan.project.root.mkdir(parents=True, exist_ok=True)
+        start_run(
+            plan.project,
+            plan.tree,
+            tree_bytes=plan.tree_bytes,
+            settings=plan.settings,
+            agent=plan.agent_name,
+            agent_options=plan.agent_options,
+            sandbox=plan.sandbox.name,
+        )
+    except OSError as exc:
+        shutil.rmtree(created or plan.project.pact, ignore_errors=True)
+        raise RunDirError(
+            f"--project {plan.project.root}: cannot write the run there "
+            f"({exc.strerror or exc}); choose a directory you can write"
+        ) from exc
 
 
 def run_tree(
     *,
     tree_path: Path,
     project_dir: Path,
-    agent_name: str = "replay",
+    agent_name: str | None = None,
     replay_dir: Path | None = None,
     workers: int = 4,
     sandbox_name: str = "local",
     listener: Listener | None = None,
     executor_name: str = "local",
     broker_url: str | None = None,
+    stop: threading.Event | None = None,
 ) -> RunState:
-    """Validate everything, start a run in ``project_dir`` and drive it to the end."""
-    if workers < 1:
-        raise InputError(f"--workers must be at least 1, got {workers}")
-    broker_url = check_executor(executor_name, broker_url)
-    tree = load_tree(tree_path)
-    project = ProjectDir(project_dir)
-    if project_dir.exists() and not project_dir.is_dir():
-        raise RunDirError(f"--project {project_dir}: exists and is not a directory")
-    if project.has_run():
-        raise RunDirError(
-            f"--project {project_dir}: already holds a run; use `pact status` to see it "
-            "or choose another directory"
-        )
-    settings = load_settings(project.settings_path)
-    sandbox = make_sandbox(sandbox_name)
-    agent, options = make_agent(
-        agent_name, replay_dir=replay_dir, settings=settings, sandbox=sandbox
-    )
-    if sandbox_name == "local":  # a container's tools are checked in its image, per run
-        check_environment(settings)
-    start_run(
-        project,
-        tree,
-        tree_bytes=tree_path.read_bytes(),
-        settings=settings,
-        agent=agent_name,
-        agent_options=options,
-        sandbox=sandbox.name,
-    )
-    return drive_run(
-        project=project,
-        settings=settings,
-        agent=agent,
-        sandbox=sandbox,
+    """Validate everything, start a run in ``project_dir`` and drive it to the end
+    (or until ``stop`` is set: the run is then left interrupted, for ``pact resume``)."""
+    plan = prepare_run(
+        tree_path=tree_path,
+        project_dir=project_dir,
+        agent_name=agent_name,
+        replay_dir=replay_dir,
         workers=workers,
-        listener=listener,
+        sandbox_name=sandbox_name,
         executor_name=executor_name,
         broker_url=broker_url,
+    )
+    return run_plan(plan, listener=listener, stop=stop)
+
+
+def run_plan(
+    plan: RunPlan, *, listener: Listener | None = None, stop: threading.Event | None = None
+) -> RunState:
+    """Start a prepared run and drive it to the end (or until ``stop`` is set)."""
+    start_plan(plan)
+    return drive_run(
+        project=plan.project,
+        settings=plan.settings,
+        agent=plan.agent,
+        sandbox=plan.sandbox,
+        workers=plan.workers,
+        listener=listener,
+        executor_name=plan.executor_name,
+        broker_url=plan.broker_url,
+        stop=stop,
     )
 
 
@@ -96,6 +223,7 @@ def drive_run(
     listener: Listener | None = None,
     executor_name: str = "local",
     broker_url: str | None = None,
+    stop: threading.Event | None = None,
 ) -> RunState:
     executor: Executor
     if executor_name == "celery":
@@ -114,16 +242,21 @@ def drive_run(
         executor = LocalExecutor(workers=workers, agent=agent, sandbox=sandbox, store=store)
     try:
         controller = RunController(
-            project, executor=executor, store=store, settings=settings, listener=listener
+            project, executor=executor, store=store, settings=settings, listener=listener, stop=stop
         )
         return controller.drive()
     finally:
-        executor.close()
+        if stop is not None and stop.is_set() and isinstance(executor, LocalExecutor):
+            executor.close(wait=False)  # attempts in flight are abandoned; resume redoes them
+        else:
+            executor.close()
 
 
 def read_status(*, project_dir: Path) -> tuple[RunState, list[str]]:
     """The run's state, folded from its audit log, and any warnings about the log."""
-    return load_state(ProjectDir(project_dir))
+    project = ProjectDir(project_dir)
+    check_run_dir(project)
+    return load_state(project)
 
 
 def state_json_problems(*, project_dir: Path) -> list[str]:
@@ -145,6 +278,7 @@ def resume_run(
     listener: Listener | None = None,
     executor_name: str = "local",
     broker_url: str | None = None,
+    stop: threading.Event | None = None,
 ) -> tuple[RunState, list[str]]:
     """Resume a failed, paused or interrupted run; returns its final state and what
     was inconsistent on disk when it resumed (each fixed by the resume itself).
@@ -156,7 +290,9 @@ def resume_run(
         raise InputError(f"--workers must be at least 1, got {workers}")
     broker_url = check_executor(executor_name, broker_url)
     project = ProjectDir(project_dir)
-    project.require_run()
+    check_run_dir(project)
+    if not os.access(project.pact, os.W_OK):
+        raise RunDirError(f"{project.pact}: not writable by this user; cannot resume here")
     with AuditLog(project.audit_path):
         pass  # fails at once when another pact process holds the run
     state, _ = load_state(project)
@@ -165,10 +301,15 @@ def resume_run(
     sandbox = make_sandbox(sandbox_name)
     if agent_name is None and replay_dir is None:
         agent = build_agent(state.agent or "replay", dict(state.agent_options), sandbox=sandbox)
+        name = state.agent or "replay"
     else:
         name = agent_name or state.agent or "replay"
         agent, options = make_agent(name, replay_dir=replay_dir, settings=settings, sandbox=sandbox)
         new_agent = (name, options)
+    if executor_name == "local":
+        missing = missing_api_keys(settings.agents, name)
+        if missing:
+            raise InputError("; ".join(missing))
     if sandbox_name == "local":
         check_environment(settings)
     problems = state_json_problems(project_dir=project_dir)
@@ -196,19 +337,49 @@ def resume_run(
         listener=listener,
         executor_name=executor_name,
         broker_url=broker_url,
+        stop=stop,
     )
     return final, problems
 
 
-def rebuild_run(*, project_dir: Path, dry_run: bool) -> tuple[RunState, list[str]]:
+def rebuild_run(
+    *, project_dir: Path, dry_run: bool, force: bool = False
+) -> tuple[RunState, list[str]]:
     """Rebuild state.json from the audit log; returns the state and the inconsistencies
-    found in the old state.json (written over unless ``dry_run``)."""
+    found in the old state.json (written over unless ``dry_run``).
+
+    Raises:
+        RunDirError: the log holds no run, or the snapshot records more progress than
+            the log replays to (a log that lost events) and ``force`` is not set.
+    """
     project = ProjectDir(project_dir)
+    check_run_dir(project)
     rebuilt = rebuild_state(project.root)
     problems = state_json_problems(project_dir=project_dir)
+    on_disk, _ = read_state_json(project_dir)
+    loss = _progress_lost(on_disk, rebuilt) if on_disk is not None else None
+    if loss and not force and not dry_run:
+        raise RunDirError(
+            f"{project.state_path}: records more than {project.audit_path} replays to "
+            f"({loss}); rebuilding would throw that away. Nothing was written; check the "
+            "log (a restored backup?) or pass --force to rebuild from the log anyway"
+        )
     if not dry_run:
         project.write_state(rebuilt)
     return rebuilt, problems
+
+
+def _progress_lost(snapshot: RunState, rebuilt: RunState) -> str | None:
+    """What the snapshot knows that the rebuilt state does not, or None."""
+    if snapshot.run_id and snapshot.run_id != rebuilt.run_id:
+        return f"run {snapshot.run_id} against run {rebuilt.run_id}"
+    done_before = sum(1 for i in snapshot.items.values() if i.status.value == "done")
+    done_after = sum(1 for i in rebuilt.items.values() if i.status.value == "done")
+    if done_before > done_after:
+        return f"{done_before} items done against {done_after}"
+    if snapshot.last_seq > rebuilt.last_seq:
+        return f"events up to {snapshot.last_seq} against {rebuilt.last_seq}"
+    return None
 
 
 def check_environment(settings: Settings) -> None:

@@ -73,8 +73,10 @@ class LocalExecutor:
     def adopt(self, attempts: list[tuple[str, Phase, int]]) -> None:
         raise RuntimeError("in-process attempts do not survive a restart")
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, *, wait: bool = True) -> None:
+        """Stop taking work; ``wait=False`` returns at once, leaving attempts in flight
+        to finish on their own (their results are never read: resume redoes them)."""
+        self._pool.shutdown(wait=wait, cancel_futures=True)
 
 
 def _result_of(task: TaskMessage, future: Future[ResultMessage]) -> ResultMessage:

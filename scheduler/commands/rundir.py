@@ -1,0 +1,84 @@
+"""Checks on project directories, before anything is written into or read from them.
+
+``--project`` may name a path that cannot hold a run (under a regular file, on a
+read-only or virtual file system such as /proc, a directory of another tool's
+``.pact/``); every such case is an :class:`RunDirError` naming the path and what
+to do, raised before the first write.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pact_workers.errors import RunDirError
+from scheduler.project import ProjectDir
+
+
+def created_by(path: Path) -> Path | None:
+    """The outermost directory ``path.mkdir(parents=True)`` would create (None: exists)."""
+    created = None
+    current = path.absolute()
+    while not current.exists() and not current.is_symlink():
+        created = current
+        if current.parent == current:
+            break
+        current = current.parent
+    return created
+
+
+def check_new_project_dir(project: ProjectDir) -> None:
+    """``project`` can take a new run: a writable directory, or one that can be made.
+
+    Raises:
+        RunDirError: naming the path and the problem.
+    """
+    root = project.root
+    where = f"--project {root}"
+    if root.exists() and not root.is_dir():
+        raise RunDirError(f"{where}: exists and is not a directory; choose a directory")
+    if project.has_run():
+        raise RunDirError(
+            f"{where}: already holds a run; use `pact status {root}` to see it, "
+            f"`pact resume {root}` to continue it, or choose another directory"
+        )
+    if project.pact.exists():
+        raise RunDirError(
+            f"{where}: holds a .pact directory that is not a pact-fleet run (a Pact project's "
+            "own?); choose another directory so that nothing in it is overwritten"
+        )
+    existing = root.absolute()
+    while not existing.exists():
+        if existing.is_symlink():
+            raise RunDirError(f"{where}: {existing} is a broken symbolic link")
+        existing = existing.parent
+    if not existing.is_dir():
+        raise RunDirError(
+            f"{where}: cannot be created because {existing} is a file, not a directory"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RunDirError(
+            f"{where}: {existing} is not writable by this user; choose a directory you can write"
+        )
+
+
+def check_run_dir(project: ProjectDir) -> None:
+    """``project`` is a directory with a pact-fleet run log that can be read.
+
+    Whether the log really holds a run is known only once it is read (see
+    :func:`scheduler.launch.load_state`).
+
+    Raises:
+        RunDirError: naming the path and the problem.
+    """
+    root = project.root
+    if not root.exists():
+        raise RunDirError(f"{root}: no such directory")
+    if not root.is_dir():
+        raise RunDirError(f"{root}: is not a directory; give the project directory of a run")
+    project.require_run()
+    log = project.audit_path
+    if not log.is_file():
+        raise RunDirError(f"{log}: is not a file; this is not a pact-fleet run")
+    if not os.access(log, os.R_OK):
+        raise RunDirError(f"{log}: not readable by this user")
