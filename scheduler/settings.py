@@ -16,9 +16,13 @@ from pact_workers.agents.factory import AgentsSettings
 from pact_workers.agents.pricing import Price
 from pact_workers.errors import SettingsError
 from pact_workers.models.environment import EnvironmentSpec
+from pact_workers.models.tree import read_input_file
 from scheduler.budget import BudgetSettings
 from scheduler.timeouts import ImpatienceLevel, TimeoutConfig
 from scheduler.wavefront import SchedulingMode
+
+#: Largest pact.yaml read (a settings file is a few KB).
+MAX_SETTINGS_BYTES = 1024 * 1024
 
 #: Phases a cap may name: the work-item phases, and Pact's own phases before them
 #: (kept so that a Pact configuration loads; nothing in a tree run spends in those).
@@ -103,7 +107,7 @@ def load_settings(path: Path, **overrides: Any) -> Settings:
     data: dict[str, Any] = {}
     if path.exists() or path.is_symlink():
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_input_file(path, MAX_SETTINGS_BYTES).decode("utf-8")
         except IsADirectoryError:
             raise SettingsError(
                 f"{path}: is a directory; pact.yaml must be a YAML file of settings"
@@ -116,6 +120,8 @@ def load_settings(path: Path, **overrides: Any) -> Settings:
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise SettingsError(f"{path}: cannot be parsed: {exc}") from exc
+        except RecursionError:
+            raise SettingsError(f"{path}: nested deeper than the parser allows") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise SettingsError(f"{path}: expected a mapping of settings")
         data = loaded or {}

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from pact_workers.errors import RunDirError
+from scheduler.events import RunStarted, parse_event
 from scheduler.project import ProjectDir
 
 
@@ -37,12 +38,12 @@ def check_new_project_dir(project: ProjectDir) -> None:
     where = f"--project {root}"
     if root.exists() and not root.is_dir():
         raise RunDirError(f"{where}: exists and is not a directory; choose a directory")
-    if project.has_run():
+    if project.has_run() and _starts_a_run(project.audit_path):
         raise RunDirError(
             f"{where}: already holds a run; use `pact status {root}` to see it, "
             f"`pact resume {root}` to continue it, or choose another directory"
         )
-    if project.pact.exists():
+    if project.pact.exists() or project.pact.is_symlink():
         raise RunDirError(
             f"{where}: holds a .pact directory that is not a pact-fleet run (a Pact project's "
             "own?); choose another directory so that nothing in it is overwritten"
@@ -82,3 +83,13 @@ def check_run_dir(project: ProjectDir) -> None:
         raise RunDirError(f"{log}: is not a file; this is not a pact-fleet run")
     if not os.access(log, os.R_OK):
         raise RunDirError(f"{log}: not readable by this user")
+
+
+def _starts_a_run(log: Path) -> bool:
+    """True when the log's first line is a pact-fleet ``run_started`` event."""
+    try:
+        with log.open("rb") as fh:
+            first = fh.readline()
+        return isinstance(parse_event(first), RunStarted)
+    except (OSError, ValueError):
+        return False
