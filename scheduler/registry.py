@@ -61,6 +61,22 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def read_submissions(trees: list[Path]) -> tuple[list[tuple[Path, str]], list[str]]:
+    """Validate each tree file; returns (path, text) of the valid ones and one error per
+    rejected one (a malformed tree does not stop the others)."""
+    valid: list[tuple[Path, str]] = []
+    errors: list[str] = []
+    for path in trees:
+        try:
+            load_tree(path)
+            text = path.read_text(encoding="utf-8")
+        except InputError as exc:
+            errors.append(str(exc))
+            continue
+        valid.append((path, text))
+    return valid, errors
+
+
 def submit_trees(
     client: redis.Redis,
     trees: list[Path],
@@ -74,17 +90,35 @@ def submit_trees(
 
     A malformed tree is rejected with its message and does not stop the others.
     """
+    check_priority(priority)
+    valid, errors = read_submissions(trees)
+    return queue_submissions(
+        client,
+        valid,
+        priority=priority,
+        agent=agent,
+        agent_options=agent_options,
+        sandbox=sandbox,
+    ), errors
+
+
+def check_priority(priority: int) -> None:
     if not 0 <= priority <= 9:
         raise InputError(f"--priority must be between 0 and 9, got {priority}")
+
+
+def queue_submissions(
+    client: redis.Redis,
+    valid: list[tuple[Path, str]],
+    *,
+    priority: int = 0,
+    agent: str = "replay",
+    agent_options: dict[str, str] | None = None,
+    sandbox: Literal["local", "docker"] = "local",
+) -> list[RunEntry]:
+    """Queue trees already validated by :func:`read_submissions`."""
     queued: list[RunEntry] = []
-    errors: list[str] = []
-    for path in trees:
-        try:
-            load_tree(path)
-            text = path.read_text(encoding="utf-8")
-        except InputError as exc:
-            errors.append(str(exc))
-            continue
+    for path, text in valid:
         sub = Submission(
             run_id=new_run_id(),
             name=path.name,
@@ -113,7 +147,7 @@ def submit_trees(
         )
         pipe.execute()
         queued.append(entry)
-    return queued, errors
+    return queued
 
 
 def list_runs(client: redis.Redis) -> list[RunEntry]:

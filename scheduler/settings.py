@@ -16,7 +16,7 @@ from pact_workers.agents.factory import AgentsSettings
 from pact_workers.agents.pricing import Price
 from pact_workers.errors import SettingsError
 from pact_workers.models.environment import EnvironmentSpec
-from pact_workers.models.tree import read_input_file
+from pact_workers.models.tree import given, read_input_file
 from scheduler.budget import BudgetSettings
 from scheduler.timeouts import ImpatienceLevel, TimeoutConfig
 from scheduler.wavefront import SchedulingMode
@@ -137,4 +137,5 @@ def _describe(error: Any) -> str:
     if error["type"] == "extra_forbidden":
         return f"unknown key {where!r}"
     message = str(error["msg"]).removeprefix("Value error, ")
+    message += given(error)
     return f"{where}: {message}" if where else message

@@ -353,7 +353,17 @@ def _describe(error: Any) -> str:
         )
     else:
         place = "field " + ".".join(str(p) for p in loc) if loc else "tree"
-    return f"{place}: {error['msg']}"
+    return f"{place}: {error['msg']}{given(error)}"
+
+
+def given(error: Any) -> str:
+    """`` (got X)`` for a short scalar input of a pydantic error, else nothing: the
+    message then shows what was written, not only what was expected."""
+    value = error.get("input")
+    short = isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= 60)
+    if short and error["type"] not in {"missing", "extra_forbidden"}:
+        return f" (got {value!r})"
+    return ""
 
 
 def _yaml_position(exc: yaml.YAMLError) -> str:

@@ -14,7 +14,13 @@ from pact_workers.errors import InputError
 from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
 from scheduler.commands.agents import SANDBOXES
 from scheduler.metrics import SchedulerMetrics
-from scheduler.registry import RunEntry, list_runs, submit_trees
+from scheduler.registry import (
+    RunEntry,
+    check_priority,
+    list_runs,
+    queue_submissions,
+    read_submissions,
+)
 from scheduler.service import SchedulerService
 from scheduler.settings import Settings, load_settings
 
@@ -201,11 +207,15 @@ def submit_batch(
         replay_dir=str(replay_dir.resolve()) if replay_dir else None,
         prices=settings.prices,
     )
+    check_priority(priority)
+    valid, errors = read_submissions(trees)
+    if not valid:
+        return [], errors  # nothing to queue: the broker is not needed
     client = broker_client(broker_url)
     try:
-        return submit_trees(
+        queued = queue_submissions(
             client,
-            trees,
+            valid,
             priority=priority,
             agent=agent,
             agent_options=options,
@@ -213,6 +223,7 @@ def submit_batch(
         )
     finally:
         client.close()
+    return queued, errors
 
 
 def list_service_runs(*, broker_url: str) -> list[RunEntry]:
