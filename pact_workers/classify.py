@@ -3,7 +3,8 @@
 :func:`classify_error` is a pure policy (seed 000, 1.2). It returns an
 :class:`ErrorClass`; the scheduler's failure policy decides what to do with it:
 
-- TRANSIENT (network, timeouts, rate limits, provider outages): retry with backoff.
+- TRANSIENT (network, timeouts, rate limits, provider outages, a Redis that is down or
+  restarting): retry with backoff.
 - PERMANENT (bad input, budget exhausted, rejected output, anything unknown): stop the item.
 - SYSTEMIC (the environment is broken, or the same error hits many components):
   pause the run for a human.
@@ -18,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pact_workers.errors import (
+    BrokerAuthError,
+    BrokerUnavailable,
     BudgetExceededError,
     EnvironmentSpecError,
     InputError,
@@ -68,6 +71,24 @@ TRANSIENT_NAMES = frozenset(
     {"RateLimitError", "APITimeoutError", "APIConnectionError", "InternalServerError"}
 )
 
+#: redis-py errors (matched by name, so that embedded runs need no redis) of a Redis that
+#: is down, restarting, loading or failing over: a worker that meets one mid-attempt has
+#: done nothing wrong, and the attempt may succeed once Redis is back.
+REDIS_TRANSIENT_NAMES = frozenset(
+    {"ConnectionError", "TimeoutError", "BusyLoadingError", "TryAgainError", "ClusterDownError"}
+)
+#: redis-py errors of credentials or an ACL Redis refuses: the same for every component
+#: (some are ConnectionError subclasses, so they are matched first).
+REDIS_SYSTEMIC_NAMES = frozenset(
+    {
+        "AuthenticationError",
+        "AuthorizationError",
+        "ExternalAuthProviderError",
+        "AuthenticationWrongNumberOfArgsError",
+        "NoPermissionError",
+    }
+)
+
 #: HTTP statuses that say "try again later"; every other 4xx says "this request is wrong".
 TRANSIENT_STATUSES = frozenset({408, 425, 429})
 
@@ -93,6 +114,7 @@ _PERMANENT_TYPES: tuple[type[BaseException], ...] = (
 )
 _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     TransientAgentError,
+    BrokerUnavailable,
     SandboxTimeout,
     TimeoutError,  # asyncio.TimeoutError is this class since 3.11
     ConnectionError,
@@ -180,8 +202,14 @@ def _classify_type(error: BaseException) -> ErrorClass:
 def _classify_one(error: BaseException) -> ErrorClass | None:
     """One exception's verdict, or None when its type says nothing."""
     # Before the OSError rules: EnvironmentSpecError is an EnvironmentError (= OSError).
-    if isinstance(error, EnvironmentSpecError | SandboxUnavailable | SystemicAgentError):
+    if isinstance(
+        error, EnvironmentSpecError | SandboxUnavailable | SystemicAgentError | BrokerAuthError
+    ):
         return ErrorClass.SYSTEMIC
+    if _redis_error_named(error, REDIS_SYSTEMIC_NAMES):
+        return ErrorClass.SYSTEMIC
+    if _redis_error_named(error, REDIS_TRANSIENT_NAMES):
+        return ErrorClass.TRANSIENT
     if isinstance(error, _PERMANENT_TYPES):
         return ErrorClass.PERMANENT
     status = _http_status(error)
@@ -220,6 +248,14 @@ def _attribute(obj: object, name: str) -> object:
         return getattr(obj, name, None)
     except Exception:
         return None
+
+
+def _redis_error_named(error: BaseException, names: frozenset[str]) -> bool:
+    """Whether ``error`` is a redis-py exception of one of ``names`` (or a subclass)."""
+    return any(
+        cls.__name__ in names and _in_modules(cls.__module__, ("redis",))
+        for cls in type(error).__mro__
+    )
 
 
 def _in_modules(module: str, prefixes: Sequence[str]) -> bool:

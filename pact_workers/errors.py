@@ -43,6 +43,29 @@ class TransientAgentError(AgentError):
     """An agent call that may succeed if tried again (network, rate limit)."""
 
 
+#: How the message of every :class:`ProviderUnreachable` starts.
+UNREACHABLE_PREFIX = "the provider is unreachable from this worker: "
+
+
+class ProviderUnreachable(TransientAgentError):
+    """No answer could be had from the model provider at all: the connection was refused
+    or reset, the name did not resolve, the connection or the TLS handshake timed out.
+
+    Transient (the network or the provider may come back), but the same on every
+    component that calls that provider, so many of them at once pause the run instead of
+    burning their retries. The message is ``UNREACHABLE_PREFIX``, then ``endpoint``
+    (``host:port``, never credentials), then the underlying reason in parentheses.
+    """
+
+    def __init__(self, endpoint: str, reason: str) -> None:
+        super().__init__(f"{UNREACHABLE_PREFIX}{endpoint} ({reason})")
+        self.endpoint = endpoint
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[ProviderUnreachable], tuple[str, str]]:
+        return type(self), (self.endpoint, self.reason)
+
+
 class PermanentAgentError(AgentError):
     """An agent call that will fail the same way if tried again."""
 
@@ -67,6 +90,14 @@ class SandboxImageMissing(SandboxError):
 
 class SandboxUnavailable(SandboxError):
     """The Docker engine cannot be reached (systemic for the worker that saw it)."""
+
+
+class BrokerUnavailable(PactError):
+    """Redis did not answer in time (down, unreachable, or still loading its data)."""
+
+
+class BrokerAuthError(BrokerUnavailable):
+    """Redis refused the credentials in the URL."""
 
 
 class EnvironmentSpecError(PactError, EnvironmentError):

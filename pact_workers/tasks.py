@@ -6,6 +6,10 @@ the Redis artifact store, runs the agent and the harness in its sandbox, stores
 the outputs and publishes one :class:`ResultMessage` to the stream named in the
 message. While it works it holds a lease the scheduler watches; a worker that
 dies stops renewing it, and the scheduler dispatches a new attempt in seconds.
+
+A worker that loses Redis mid-attempt fails nothing for good: what the attempt could
+not fetch or store is a transient failure, and a result it cannot publish is left to
+the scheduler, which sees the attempt's lease expire and dispatches it again.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import task_received, worker_ready, worker_shutdown
 from pydantic import ValidationError
+from redis.exceptions import RedisError
 
 from pact_workers.agents.base import Agent
 from pact_workers.app import QUEUES, TASK_NAMES, app, broker_url_from_env
@@ -49,6 +54,8 @@ class WorkerRuntime:
     store: ArtifactStore
     leases: Leases
     client: Any
+    #: Builds a run's agent from its name and options (default :func:`build_agent`).
+    make_agent: Callable[..., Agent] | None = None
     _agents: dict[tuple[str, str, tuple[tuple[str, str], ...]], Agent] = field(default_factory=dict)
     _sandboxes: dict[str, Sandbox] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -59,7 +66,8 @@ class WorkerRuntime:
         box = self.sandbox(sandbox)
         with self._lock:
             if key not in self._agents:
-                self._agents[key] = build_agent(name, options, sandbox=box)
+                make = self.make_agent or build_agent
+                self._agents[key] = make(name, options, sandbox=box)
             return self._agents[key]
 
     def sandbox(self, name: str) -> Sandbox:
@@ -105,19 +113,28 @@ def runtime() -> WorkerRuntime:
     )
 
 
-def run_attempt(message: dict[str, Any]) -> str:
-    """Execute one attempt and publish its result; returns what happened, for Flower."""
+def run_attempt(message: dict[str, Any], rt: WorkerRuntime | None = None) -> str:
+    """Execute one attempt and publish its result; returns what happened, for Flower.
+
+    ``rt``: the worker's runtime (default: the one built from the environment).
+    """
     try:
         task = TaskMessage.model_validate(message)
     except ValidationError as exc:
         # Nothing to reply to safely: the message itself is malformed. Acknowledge and log.
         log.error("rejected a malformed task message: %s", str(exc).splitlines()[0])
         return "rejected: malformed message"
-    rt = runtime()
+    rt = rt or runtime()
     if not task.reply_to:
         log.error("task %s has no reply_to stream; dropped", task.idempotency_key)
         return "rejected: no reply_to"
-    hold = rt.leases.start(task, rt.worker_id)
+    try:
+        hold = rt.leases.start(task, rt.worker_id)
+    except RedisError as exc:
+        # Nothing ran: the attempt's lease expires (or its role's timeout passes) and
+        # the scheduler dispatches it again.
+        log.warning("attempt %s not started: Redis is unreachable (%s)", task.idempotency_key, exc)
+        return "not started: Redis unreachable"
     if hold is None:
         # A newer attempt was dispatched (this one's lease expired): do not run stale work.
         return "superseded"
@@ -133,10 +150,22 @@ def run_attempt(message: dict[str, Any]) -> str:
             result = _error(task, "SoftTimeLimitExceeded: the attempt ran past its time limit")
         except ValueError as exc:  # an agent or sandbox this worker cannot build
             result = _error(task, str(exc), ErrorClass.SYSTEMIC)
+        except RedisError as exc:  # the artifact store went away where nothing caught it
+            result = _error(task, f"{type(exc).__name__}: {exc}")
         # The done marker, the result and the lease's deletion happen at once: a
         # scheduler never sees the lease gone before the result is in the stream, and
         # no lease with no marker means the worker died.
-        if not rt.leases.finish(task, task.reply_to, result.model_dump_json().encode()):
+        try:
+            published = rt.leases.finish(task, task.reply_to, result.model_dump_json().encode())
+        except RedisError as exc:
+            log.warning(
+                "could not publish the result of %s: Redis is unreachable (%s); the "
+                "scheduler dispatches the attempt again when its lease expires",
+                task.idempotency_key,
+                exc,
+            )
+            return "unpublished: Redis unreachable"
+        if not published:
             return "duplicate"
         hold.release()
     return result.outcome

@@ -1,9 +1,14 @@
 """Systemic failure detection: many components failing with one root cause (seed 000, 1.4).
 
 Pure: it reads test results and returns a :class:`SystemicPattern` (what failed, where,
-and the concrete fix) or None. The run loop calls it after every implementation batch
-and pauses the run — not fails it — when a pattern is found, because the fix is in the
+and the concrete fix) or None. The run loop calls it after every batch of results and
+pauses the run — not fails it — when a pattern is found, because the fix is in the
 environment, where a human must act.
+
+Patterns, likeliest root cause first: ``provider_unreachable`` (agents that could not
+reach the same model provider at all, described by ``scheduler.failures`` as a failure
+whose message is the agent's :class:`~pact_workers.errors.ProviderUnreachable`),
+``timeout``, ``import_error``, ``zero_tests``.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from pact_workers.errors import UNREACHABLE_PREFIX
 from pact_workers.models.testing import TestResults
 
 __all__ = [
@@ -23,10 +29,15 @@ __all__ = [
     "failure_signature",
 ]
 
-PatternType = Literal["timeout", "import_error", "zero_tests"]
+PatternType = Literal["provider_unreachable", "timeout", "import_error", "zero_tests"]
 
 #: Tie-break order when two patterns cover as many components: the likelier root cause first.
-PATTERN_ORDER: tuple[PatternType, ...] = ("timeout", "import_error", "zero_tests")
+PATTERN_ORDER: tuple[PatternType, ...] = (
+    "provider_unreachable",
+    "timeout",
+    "import_error",
+    "zero_tests",
+)
 
 #: Import names whose PyPI distribution is called something else.
 PYPI_NAMES = {
@@ -72,7 +83,9 @@ def failure_signature(results: TestResults) -> tuple[str, str] | None:
     """The root-cause signature of one component's test results, if it has a systemic shape.
 
     Returns:
-        ``("timeout", line)`` when a failure message reports a timeout (numbers masked);
+        ``("provider_unreachable", "host:port")`` when the agent could not reach its
+        model provider at that address; ``("timeout", line)`` when a failure message
+        reports a timeout (numbers masked);
         ``("import_error", "No module named 'x'")`` (or ``"cannot import name 'y' from
         'x'"``, or the ImportError text) when an import failed; ``("zero_tests", "")``
         when nothing was collected (total == 0, passed == 0) and nothing more specific
@@ -92,8 +105,8 @@ def detect_systemic_failure(
         threshold: How many components must share an identical signature.
 
     Returns:
-        The pattern covering the most components (ties: timeout, then import_error,
-        then zero_tests, then the first seen), or None when the failures are
+        The pattern covering the most components (ties: provider_unreachable, timeout,
+        import_error, zero_tests, then the first seen), or None when the failures are
         heterogeneous or fewer than ``threshold`` results were given.
 
     Raises:
@@ -129,7 +142,19 @@ def detect_systemic_failure(
 def _match(results: TestResults) -> _Match | None:
     if results.all_passed:
         return None
-    return _timeout(results) or _import_error(results) or _zero_tests(results)
+    return (
+        _unreachable(results) or _timeout(results) or _import_error(results) or _zero_tests(results)
+    )
+
+
+def _unreachable(results: TestResults) -> _Match | None:
+    # Before the timeout rule: a connect timeout is the provider's address, not a slow test.
+    for failure in results.failure_details:
+        message = failure.error_message.strip()
+        if message.startswith(UNREACHABLE_PREFIX):
+            endpoint = message[len(UNREACHABLE_PREFIX) :].split(" (", 1)[0].strip()
+            return _Match("provider_unreachable", endpoint, message.splitlines()[0])
+    return None
 
 
 def _timeout(results: TestResults) -> _Match | None:
@@ -174,6 +199,14 @@ def _zero_tests(results: TestResults) -> _Match | None:
 
 def _recommend(match: _Match, components: list[str]) -> str:
     where = f"{len(components)} components ({_name_components(components)})"
+    if match.pattern_type == "provider_unreachable":
+        return (
+            f"the provider is unreachable from this worker: the agents of {where} could "
+            f"not connect to {match.detail} at all. Restore the worker's network route to "
+            "it (proxy, DNS, firewall) or wait for the provider to come back; if the "
+            "address is wrong, fix base_url under agents: in pact.yaml. Then run "
+            "`pact resume DIR`: the paused items start again with fresh retries."
+        )
     if match.pattern_type == "zero_tests":
         return (
             f"pytest collected no tests on {where}: the harness most likely cannot run "

@@ -53,6 +53,7 @@ from pact_workers.agents.anthropic_reply import (
 )
 from pact_workers.agents.anthropic_request import TOOL_NAME, Exchange, messages_for, request_fields
 from pact_workers.agents.config import DEFAULT_MODELS, AgentConfig
+from pact_workers.agents.endpoint import host_port
 from pact_workers.agents.llm import Completion
 from pact_workers.agents.pricing import Price, usage_for
 from pact_workers.agents.roles import Prompt
@@ -67,6 +68,8 @@ _RNG = random.Random()
 
 #: Where the key is read from when ``api_key_env`` is not set (the SDK's own default).
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
+#: The API's address when neither ``base_url`` nor ``ANTHROPIC_BASE_URL`` says otherwise.
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 class AnthropicBackend:
@@ -163,6 +166,12 @@ class AnthropicBackend:
         with self._lock:
             return self._retries
 
+    def endpoint(self) -> str:
+        """``host:port`` the calls go to (the SDK client's address once it is built)."""
+        client = self._client
+        url = str(client.base_url) if client is not None else self.base_url
+        return host_port(url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL)
+
     def __repr__(self) -> str:
         return (
             f"AnthropicBackend(model={self.model!r}, base_url={self.base_url!r}, "
@@ -182,6 +191,7 @@ class AnthropicBackend:
         """Ask once; a correction continues the previous exchange of this thread.
 
         Raises:
+            ProviderUnreachable: no connection to the API, after the retries.
             TransientAgentError: retries exhausted, or the API went silent.
             PermanentAgentError: a request the API will always refuse, or a cut-off answer.
             SystemicAgentError: no key, a bad key, no access, an unknown model.

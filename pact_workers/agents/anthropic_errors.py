@@ -2,11 +2,12 @@
 
 408, 409, 429, 5xx (529 overloaded included), an error event in the stream and
 connection failures are worth another try (:func:`retryable`); the backend retries them
-and then raises TransientAgentError. A stream that went silent for the idle timeout is
-reported at once (:func:`is_idle`), transient too. A bad request (400 and the other
-4xx, a prompt too long) is a PermanentAgentError; a bad or missing key, no access, an
-unknown model, a spent account (401, 402, 403, 404, spend limits) a SystemicAgentError.
-No message ever holds the API key.
+and then raises TransientAgentError, or ProviderUnreachable when no answer came at all
+(:func:`is_unreachable`: refused, reset, DNS, connect or TLS failure). A stream that
+went silent for the idle timeout is reported at once (:func:`is_idle`), transient too.
+A bad request (400 and the other 4xx, a prompt too long) is a PermanentAgentError; a
+bad or missing key, no access, an unknown model, a spent account (401, 402, 403, 404,
+spend limits) a SystemicAgentError. No message ever holds the API key.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pact_workers.agents.anthropic_reply import IncompleteStream
 from pact_workers.errors import (
     AgentError,
     PermanentAgentError,
+    ProviderUnreachable,
     SystemicAgentError,
     TransientAgentError,
 )
@@ -34,6 +36,7 @@ __all__ = [
     "CallSettings",
     "describe",
     "is_idle",
+    "is_unreachable",
     "retryable",
     "translate",
 ]
@@ -70,6 +73,10 @@ class CallSettings(Protocol):
     max_retries: int
     idle_timeout_s: float
 
+    def endpoint(self) -> str:
+        """``host:port`` the calls go to."""
+        ...
+
 
 def retryable(exc: BaseException) -> bool:
     """Worth another try now: a rate limit, an overload, a server or connection failure."""
@@ -92,6 +99,21 @@ def is_idle(exc: BaseException) -> bool:
     return isinstance(exc, anthropic.APITimeoutError) and isinstance(
         exc.__cause__, httpx2.ReadTimeout
     )
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """No answer at all: the connection was refused or reset, the name did not resolve,
+    the connection or the TLS handshake failed or timed out, before the API said anything.
+
+    The SDK raises APIConnectionError (APITimeoutError included) only for failures before
+    a response; a stream that breaks later escapes as a raw transport error and is not
+    counted here, nor is a full connection pool (a local limit).
+    """
+    if is_idle(exc):
+        return False
+    if isinstance(exc, anthropic.APIConnectionError):
+        return not isinstance(exc.__cause__, httpx2.PoolTimeout)
+    return isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout)
 
 
 def describe(exc: BaseException, secret: str) -> str:
@@ -121,9 +143,12 @@ def translate(exc: BaseException, role: Role, call: CallSettings, secret: str) -
         )
     if retryable(exc):
         attempts = call.max_retries + 1
-        return TransientAgentError(
-            f"anthropic: {what}; gave up after {attempts} attempt{'s' * (attempts > 1)}"
-        )
+        gave_up = f"gave up after {attempts} attempt{'s' * (attempts > 1)}"
+        if is_unreachable(exc):
+            return ProviderUnreachable(
+                call.endpoint(), f"anthropic API: {_transport_reason(exc, secret)}; {gave_up}"
+            )
+        return TransientAgentError(f"anthropic: {what}; {gave_up}")
     if not isinstance(exc, anthropic.APIStatusError):
         return PermanentAgentError(f"anthropic: {what}")
     status, error_type = exc.status_code, exc.type
@@ -159,6 +184,16 @@ def translate(exc: BaseException, role: Role, call: CallSettings, secret: str) -
             f"({what}); lower max_tokens for this role in pact.yaml"
         )
     return PermanentAgentError(f"anthropic: the API rejected the request ({what})")
+
+
+def _transport_reason(exc: BaseException, secret: str) -> str:
+    """What the transport said (``ConnectError: [Errno 111] Connection refused``)."""
+    cause = exc.__cause__ if isinstance(exc, anthropic.APIConnectionError) else exc
+    if cause is None:
+        return _scrub(str(exc), secret)
+    text = str(cause).strip()
+    name = type(cause).__name__
+    return _scrub(f"{name}: {text}" if text else name, secret)
 
 
 def _scrub(text: str, secret: str) -> str:

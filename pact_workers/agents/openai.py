@@ -48,7 +48,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from tenacity import wait_exponential_jitter as _wait_exponential_jitter
 
 from pact_workers.agents.config import DEFAULT_MODELS, AgentConfig
-from pact_workers.agents.endpoint import display_url, is_loopback
+from pact_workers.agents.endpoint import display_url, host_port, is_loopback
 from pact_workers.agents.llm import Completion
 from pact_workers.agents.openai_errors import (
     LOCAL_PLACEHOLDER_KEY,
@@ -69,6 +69,7 @@ from pact_workers.agents.roles import Prompt
 from pact_workers.errors import (
     InputError,
     PermanentAgentError,
+    ProviderUnreachable,
     SystemicAgentError,
     TransientAgentError,
 )
@@ -198,6 +199,7 @@ class OpenAIBackend:
         """Ask once; a correction continues this thread's previous exchange for ``prompt``.
 
         Raises:
+            ProviderUnreachable: no connection to the server, after the retries.
             TransientAgentError: a stalled stream, or transient failures past the retries.
             PermanentAgentError: a bad request (e.g. the prompt exceeds the context).
             SystemicAgentError: no key, a rejected key, no permission, an unknown model.
@@ -217,9 +219,10 @@ class OpenAIBackend:
                 self._call_reporting, client, list(conversation.messages), function, schema
             )
         except Retryable as exc:
-            raise TransientAgentError(
-                f"{exc} (gave up after {self.max_retries + 1} attempts)"
-            ) from exc
+            gave_up = f"gave up after {self.max_retries + 1} attempts"
+            if exc.unreachable:
+                raise ProviderUnreachable(host_port(self.base_url), f"{exc}; {gave_up}") from exc
+            raise TransientAgentError(f"{exc} ({gave_up})") from exc
         conversation.messages.extend(assistant_turn(answer, function))
         data = parse_json(answer.text)
         if data is None and answer.finish_reason == "length":

@@ -1,7 +1,8 @@
 """The OpenAI backend's failures, mapped to the project's errors for the scheduler.
 
 408, 409, 429, 5xx, an error event inside a stream and connection failures are
-:class:`Retryable`: the backend retries them itself, then reports a TransientAgentError.
+:class:`Retryable`: the backend retries them itself, then reports a TransientAgentError
+(ProviderUnreachable when the last failure was ``unreachable``: no answer at all).
 A stream that sends nothing for the idle timeout is a TransientAgentError at once (the
 scheduler backs off). A bad request (a prompt over the context length included) is a
 PermanentAgentError; a rejected key, a missing permission, an unknown model or an
@@ -36,11 +37,18 @@ _SECRET_LIKE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}")
 
 
 class Retryable(TransientAgentError):
-    """A failure this backend retries itself before it reports a TransientAgentError."""
+    """A failure this backend retries itself before it reports a TransientAgentError.
 
-    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+    ``unreachable``: the server gave no answer at all (refused, reset, DNS, connect or
+    TLS failure), so that the report after the last retry is a ProviderUnreachable.
+    """
+
+    def __init__(
+        self, message: str, *, retry_after_s: float | None = None, unreachable: bool = False
+    ) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.unreachable = unreachable
 
 
 class CallSettings(Protocol):
@@ -64,7 +72,9 @@ def translate(exc: openai.OpenAIError, call: CallSettings, key: str | None) -> A
         return _status_error(exc, call, key)
     if isinstance(exc, openai.APITimeoutError):
         if _cause_name(exc) in {"ConnectTimeout", "PoolTimeout"}:
-            return Retryable(f"{where}: cannot connect (timed out)")
+            # A full connection pool is a local limit, not an unreachable server.
+            unreachable = _cause_name(exc) == "ConnectTimeout"
+            return Retryable(f"{where}: cannot connect (timed out)", unreachable=unreachable)
         waited = call.idle_timeout_s if call.stream else call.request_timeout_s
         what = "stream sent nothing" if call.stream else "answer did not arrive"
         setting = "idle_timeout_s" if call.stream else "timeout_s"
@@ -72,8 +82,9 @@ def translate(exc: openai.OpenAIError, call: CallSettings, key: str | None) -> A
             f"{where}: the {what} for {waited:g} s ({setting}); abandoned it"
         )
     if isinstance(exc, openai.APIConnectionError):
-        reason = _cause_name(exc) or "connection error"
-        return Retryable(f"{where}: cannot reach the server ({reason})")
+        # The SDK raises it only when no response came: every such failure is one.
+        reason = redact(_cause_text(exc), key) or "connection error"
+        return Retryable(f"{where}: cannot reach the server ({reason})", unreachable=True)
     if isinstance(exc, openai.APIError):  # an error event inside a stream: no status code
         return Retryable(f"{where}: the stream reported an error: {redact(str(exc), key)}")
     return PermanentAgentError(f"{where}: {redact(str(exc), key)}")
@@ -140,6 +151,15 @@ def _error_message(exc: openai.APIStatusError, key: str | None) -> str:
     body = exc.body
     message = body.get("message") if isinstance(body, dict) else None
     return redact(message if isinstance(message, str) and message else exc.message, key)
+
+
+def _cause_text(exc: BaseException) -> str:
+    """``Name: message`` of the transport error behind ``exc`` (empty without one)."""
+    cause = exc.__cause__
+    if cause is None:
+        return ""
+    text = str(cause).strip()
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
 
 
 def _cause_name(exc: BaseException) -> str:

@@ -31,7 +31,7 @@ from redis.exceptions import (
 )
 from redis.retry import Retry
 
-from pact_workers.errors import PactError, SettingsError
+from pact_workers.errors import BrokerAuthError, BrokerUnavailable, SettingsError
 
 __all__ = [
     "BrokerAuthError",
@@ -67,14 +67,6 @@ SOCKET_TIMEOUT_S = 15.0
 
 #: Connection errors that another attempt cannot fix.
 NOT_RETRYABLE = (AuthenticationError, AuthorizationError, ExternalAuthProviderError)
-
-
-class BrokerUnavailable(PactError):
-    """Redis did not answer in time (down, unreachable, or still loading its data)."""
-
-
-class BrokerAuthError(BrokerUnavailable):
-    """Redis refused the credentials in the URL."""
 
 
 # ---------------------------------------------------------------------------- URLs

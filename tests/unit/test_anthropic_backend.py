@@ -9,8 +9,10 @@ shows that the backend drives the real SDK correctly over that wire format.
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,7 +25,13 @@ from pact_workers.agents.factory import AgentConfig, RoutedAgent, build_agent
 from pact_workers.agents.llm import StructuredAgent
 from pact_workers.agents.roles import OutputSchemaError, output_schema, render_prompt
 from pact_workers.classify import classify_error
-from pact_workers.errors import PermanentAgentError, SystemicAgentError, TransientAgentError
+from pact_workers.errors import (
+    UNREACHABLE_PREFIX,
+    PermanentAgentError,
+    ProviderUnreachable,
+    SystemicAgentError,
+    TransientAgentError,
+)
 from pact_workers.models.contract import ComponentContract
 from pact_workers.models.work import ErrorClass, Phase, Role
 from tests.standins.anthropic_server import (
@@ -358,6 +366,65 @@ def test_a_refused_connection_is_retried_then_transient(backend: Factory) -> Non
     assert isinstance(caught.value.__cause__, anthropic.APIConnectionError)
     assert llm.retries == 1
     assert classify_error(caught.value) is ErrorClass.TRANSIENT
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (connections to it are refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@STREAM_MODES
+def test_a_refused_connection_is_provider_unreachable_naming_host_and_port(
+    backend: Factory, stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Nothing listens at base_url (no stand-in is reached): after the retries the
+    backend raises ProviderUnreachable, transient, whose message names host:port and
+    the refusal, and neither it, its chain, the traceback nor the log holds the key."""
+    port = _closed_port()
+    llm = backend(base_url=f"http://127.0.0.1:{port}", max_retries=1, stream=stream)
+
+    with caplog.at_level(logging.DEBUG), pytest.raises(ProviderUnreachable) as caught:
+        StructuredAgent(llm).produce(REQUEST)
+
+    error = caught.value
+    assert str(error).startswith(f"{UNREACHABLE_PREFIX}127.0.0.1:{port} (")
+    assert "ConnectError" in str(error) and "refused" in str(error).lower()
+    assert error.endpoint == f"127.0.0.1:{port}"
+    assert classify_error(error) is ErrorClass.TRANSIENT
+    assert llm.retries == 1
+    _assert_no_key(error)
+    assert KEY not in "".join(traceback.format_exception(error)) + caplog.text
+
+
+def test_a_connection_closed_before_any_reply_is_provider_unreachable(
+    api: AnthropicStandIn, backend: Factory
+) -> None:
+    """The local stand-in accepts the connection and closes it without a reply, every
+    time: no answer at all, so the provider is unreachable."""
+    api.script(Stall(seconds=0), Stall(seconds=0))
+    host_port = api.url.removeprefix("http://")
+
+    with pytest.raises(ProviderUnreachable, match=f"^{UNREACHABLE_PREFIX}{host_port} "):
+        StructuredAgent(backend(stream=False, max_retries=1)).produce(REQUEST)
+
+    assert len(api.requests) == 2
+
+
+def test_a_stream_cut_after_the_answer_began_is_transient_but_not_unreachable(
+    api: AnthropicStandIn, backend: Factory
+) -> None:
+    """The local stand-in sends message_start and then closes: the provider answered, so
+    this is a plain transient failure, which many components may meet without an outage."""
+    api.script(Stall(seconds=0), Stall(seconds=0))
+
+    with pytest.raises(TransientAgentError) as caught:
+        StructuredAgent(backend(stream=True, max_retries=1)).produce(REQUEST)
+
+    assert not isinstance(caught.value, ProviderUnreachable)
+    assert not str(caught.value).startswith(UNREACHABLE_PREFIX)
 
 
 def test_a_rejected_key_is_systemic_and_never_shown(

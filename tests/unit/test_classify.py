@@ -8,14 +8,18 @@ import socket
 from typing import Any
 
 import pytest
+import redis.exceptions
 
 from pact_workers.classify import ErrorClassification, classify_error, error_signature
 from pact_workers.errors import (
     AgentError,
+    BrokerAuthError,
+    BrokerUnavailable,
     BudgetExceededError,
     EnvironmentSpecError,
     InputError,
     PermanentAgentError,
+    ProviderUnreachable,
     SandboxTimeout,
     SettingsError,
     TransientAgentError,
@@ -139,6 +143,48 @@ def test_environment_spec_error_is_systemic_although_it_is_an_oserror() -> None:
     error = EnvironmentSpecError("required tools not found on PATH: pytest")
     assert isinstance(error, OSError)
     assert classify_error(error) is ErrorClass.SYSTEMIC
+
+
+def test_an_unreachable_provider_is_transient() -> None:
+    error = ProviderUnreachable("api.example.test:443", "ConnectError: refused")
+    assert isinstance(error, TransientAgentError)
+    assert classify_error(error) is ErrorClass.TRANSIENT
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        redis.exceptions.ConnectionError("Error 111 connecting to redis:6379. Connection refused."),
+        redis.exceptions.TimeoutError("Timeout reading from socket"),
+        redis.exceptions.BusyLoadingError("Redis is loading the dataset in memory"),
+        redis.exceptions.TryAgainError("TRYAGAIN"),
+        BrokerUnavailable("Redis at redis://redis:6379/0 did not answer within 30 s"),
+    ],
+    ids=repr,
+)
+def test_a_redis_that_is_down_or_restarting_is_transient(error: Exception) -> None:
+    """A worker that loses Redis mid-attempt (the artifact store) has done nothing wrong:
+    the attempt is retried, it does not fail for good."""
+    assert classify_error(error) is ErrorClass.TRANSIENT
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        redis.exceptions.AuthenticationError("invalid username-password pair"),
+        redis.exceptions.AuthorizationError("NOAUTH"),
+        redis.exceptions.NoPermissionError("this user has no permissions to run 'set'"),
+        BrokerAuthError("Redis refused the credentials"),
+    ],
+    ids=repr,
+)
+def test_credentials_redis_refuses_are_systemic(error: Exception) -> None:
+    """redis-py's AuthenticationError is a ConnectionError; it must not be retried."""
+    assert classify_error(error) is ErrorClass.SYSTEMIC
+
+
+def test_other_redis_errors_stay_permanent() -> None:
+    assert classify_error(redis.exceptions.ResponseError("WRONGTYPE")) is ErrorClass.PERMANENT
 
 
 def test_a_generic_wrapper_is_classified_by_its_cause() -> None:

@@ -25,8 +25,10 @@ from pact_workers.agents.pricing import Price
 from pact_workers.agents.roles import Prompt, output_schema
 from pact_workers.classify import classify_error
 from pact_workers.errors import (
+    UNREACHABLE_PREFIX,
     InputError,
     PermanentAgentError,
+    ProviderUnreachable,
     SystemicAgentError,
     TransientAgentError,
 )
@@ -308,6 +310,44 @@ def test_an_unreachable_server_is_retried_then_transient(make_backend: Factory) 
     assert "cannot reach the server" in str(caught.value)
     assert any(type(e).__name__ == "APIConnectionError" for e in chain(caught.value))
     assert classify_error(caught.value) is ErrorClass.TRANSIENT
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
+def test_a_refused_connection_is_provider_unreachable_naming_host_and_port(
+    make_backend: Factory,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    stream: bool,
+) -> None:
+    """Nothing listens on the port (the local stand-in is not used) and the base URL
+    carries credentials: after the retries the backend raises ProviderUnreachable,
+    transient, naming host:port and the refusal; no message, chained error, traceback or
+    log line holds the key or the URL's password."""
+    secret = "sk-remote-0123456789abcdef"
+    monkeypatch.setenv("PACT_TEST_OPENAI_KEY", secret)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    backend = make_backend(
+        base_url=f"http://proxyuser:url-password-9@127.0.0.1:{port}/v1",
+        api_key_env="PACT_TEST_OPENAI_KEY",
+        max_retries=1,
+        stream=stream,
+    )
+
+    with caplog.at_level(logging.DEBUG), pytest.raises(ProviderUnreachable) as caught:
+        backend.complete(PROMPT, role=Role.CODE_AUTHOR, schema=SCHEMA)
+
+    error = caught.value
+    assert str(error).startswith(f"{UNREACHABLE_PREFIX}127.0.0.1:{port} (")
+    assert "ConnectError" in str(error) and "refused" in str(error).lower()
+    assert "gave up after 2 attempts" in str(error)
+    assert classify_error(error) is ErrorClass.TRANSIENT
+    shown = [str(e) for e in chain(error)]
+    shown.append("".join(traceback.format_exception(error)))
+    shown.append(caplog.text)
+    for text in shown:
+        assert secret not in text and "url-password-9" not in text
 
 
 def test_a_rejected_key_is_systemic_and_never_shown(

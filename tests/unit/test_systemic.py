@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from pact_workers.errors import ProviderUnreachable
 from pact_workers.models.testing import TestFailure, TestResults
 from scheduler.systemic import SystemicPattern, detect_systemic_failure, failure_signature
 
@@ -267,6 +268,46 @@ def test_a_tie_goes_to_timeout_then_import_error() -> None:
     assert tie is not None and tie.pattern_type == "timeout"
     tie = detect_systemic_failure({**zeros, **imports})
     assert tie is not None and tie.pattern_type == "import_error"
+
+
+def unreachable(
+    endpoint: str = "127.0.0.1:8443", reason: str = "ConnectTimeout: timed out"
+) -> TestResults:
+    """An agent that could not reach its provider, as ``scheduler.failures`` describes it."""
+    message = str(
+        ProviderUnreachable(endpoint, f"anthropic API: {reason}; gave up after 3 attempts")
+    )
+    return TestResults(
+        total=0, errors=1, failure_details=[TestFailure(test_id="<agent>", error_message=message)]
+    )
+
+
+def test_an_unreachable_provider_is_its_own_pattern_even_when_the_connect_timed_out() -> None:
+    """A connect timeout is the provider's address, not a slow test: the signature is the
+    provider, whatever the transport said, so refusals and timeouts count together."""
+    results = {
+        "a": unreachable(),
+        "b": unreachable(reason="ConnectError: [Errno 111] Connection refused"),
+        "c": unreachable(),
+    }
+    assert failure_signature(results["a"]) == ("provider_unreachable", "127.0.0.1:8443")
+    pattern = detect_systemic_failure(results)
+    assert pattern is not None and pattern.pattern_type == "provider_unreachable"
+    assert pattern.affected_components == ["a", "b", "c"]
+    for fix in ("127.0.0.1:8443", "base_url", "`pact resume DIR`", "a, b, c"):
+        assert fix in pattern.recommendation
+
+
+def test_unreachable_providers_at_different_addresses_are_not_one_pattern() -> None:
+    results = {c: unreachable(f"10.0.0.{i}:443") for i, c in enumerate(("a", "b", "c"))}
+    assert detect_systemic_failure(results) is None
+
+
+def test_a_tie_goes_to_an_unreachable_provider_first() -> None:
+    timeouts = {f"t{i}": timed_out() for i in range(3)}
+    down = {f"u{i}": unreachable() for i in range(3)}
+    tie = detect_systemic_failure({**timeouts, **down})
+    assert tie is not None and tie.pattern_type == "provider_unreachable"
 
 
 def test_passing_components_do_not_hide_a_pattern() -> None:
