@@ -179,9 +179,12 @@ class AnthropicStandIn:
         *,
         api_key: str = "sk-ant-standin-0000",
         oracle: Callable[[dict[str, Any]], Reply] | None = None,
+        port: int = 0,
     ) -> None:
         """``oracle``: answers a valid request when no scripted reply is left (a test's
-        model of the provider, e.g. one serving a replay directory)."""
+        model of the provider, e.g. one serving a replay directory). ``port``: where to
+        listen (default: a free port), e.g. an address a run was given before the
+        provider came up."""
         self.api_key = api_key
         self.oracle = oracle
         self._lock = threading.Lock()
@@ -190,7 +193,7 @@ class AnthropicStandIn:
         self._connections: set[socket.socket] = set()
         self._stop = threading.Event()
         self._ids = itertools.count(1)
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.standin = self
         self._thread = threading.Thread(
             target=self._server.serve_forever,

@@ -130,8 +130,8 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = False
     block_on_close = True
 
-    def __init__(self, standin: OpenAIStandIn) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, standin: OpenAIStandIn, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
         self.standin = standin
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -154,6 +154,8 @@ class OpenAIStandIn:
             without a retry section) with the files ``replay.yaml`` scripts for attempt 1,
             so that it fails as in the replay run; a trace analyst gets a diagnosis that
             names the failing tests its prompt lists.
+        port: Where to listen (default: a free port), e.g. an address a run was given
+            before the server came up.
     """
 
     def __init__(
@@ -162,6 +164,7 @@ class OpenAIStandIn:
         oracle_dir: Path | None = None,
         api_key: str | None = None,
         first_attempts: bool = False,
+        port: int = 0,
     ) -> None:
         self.oracle_dir = oracle_dir
         self.first_attempts = first_attempts
@@ -173,7 +176,7 @@ class OpenAIStandIn:
         self._lock = threading.Lock()
         self._seen_systems: set[str] = set()
         self.stopping = threading.Event()
-        self._server = _Server(self)
+        self._server = _Server(self, port)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
