@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from pact_workers.artifacts import ArtifactStore
-from pact_workers.errors import PactError, RunDirError, VerificationError
+from pact_workers.errors import PactError, VerificationError
 from pact_workers.models.work import (
     IN_FLIGHT,
     ROLE_FOR_PHASE,
@@ -29,26 +29,26 @@ from pact_workers.models.work import (
 )
 from pact_workers.verify import verify_contract
 from scheduler.attempts import new_attempt
-from scheduler.audit import AuditLog, read_events
+from scheduler.audit import AuditLog
 from scheduler.discovery import contract_dependencies
 from scheduler.estimates import prior_attempt_usd, within_budget
 from scheduler.events import (
     ArtifactsPromoted,
     Event,
     ItemFailed,
-    ItemsPoisoned,
     ItemSucceeded,
     ResultDropped,
     RunPaused,
 )
 from scheduler.executors.base import Executor
 from scheduler.inputs import build_inputs
+from scheduler.launch import load_state
 from scheduler.leases import LeaseBook, interrupted, lease_failure
 from scheduler.policy import DEPENDENCY_CYCLE, STALLED, WORKER_LOST, decide
 from scheduler.project import ProjectDir
 from scheduler.settings import Settings
-from scheduler.state import RunState, RunStatus, apply, fold, item_key
-from scheduler.verdicts import budget_stop, run_end, systemic_pause
+from scheduler.state import RunState, RunStatus, apply, item_key
+from scheduler.verdicts import budget_stop, poison, run_end, systemic_pause
 from scheduler.wavefront import Key, WavefrontScheduler
 
 log = logging.getLogger(__name__)
@@ -167,13 +167,10 @@ class RunController:
         return True
 
     def _recover(self) -> None:
-        events, warnings = read_events(self.project.audit_path)
+        self.state, warnings = load_state(self.project)
         for warning in warnings:
             log.warning(warning)
-        self.state = fold(events)
-        self.state.project_dir = str(self.project.root)
-        if self.state.tree is None:
-            raise RunDirError(f"{self.project.audit_path}: the log has no run_started event")
+        assert self.state.tree is not None  # load_state refuses a log without a run
         self.scheduler = WavefrontScheduler(
             self.state.tree,
             dependencies=self.state.dependencies,
@@ -184,20 +181,18 @@ class RunController:
             mode=self.settings.scheduling,
         )
         self.project.sweep_staging()
-        now = self.clock()
+        in_flight = [(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()]
         if self.executor.survives_restart:
             # Attempts in flight on a fleet keep running while the scheduler is down;
             # their results wait in the stream. Watch their leases again.
-            self.executor.adopt(
-                [(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()]
-            )
-            for item in self.state.in_flight():
-                self.leases.grant((item.component_id, item.phase, item.attempt))
-        # In-process attempts died with the previous scheduler: dispatch them again
-        # under a new attempt number.
-        if not self.executor.survives_restart:
-            for item in self.state.in_flight():
-                self._log(interrupted((item.component_id, item.phase, item.attempt), now))
+            self.executor.adopt(in_flight)
+            for lease in in_flight:
+                self.leases.grant(lease)
+        else:
+            # In-process attempts died with the previous scheduler: dispatch them again
+            # under a new attempt number.
+            for lease in in_flight:
+                self._log(interrupted(lease, self.clock()))
         # Verified outputs whose promotion a crash cut short, or whose files have
         # gone missing from the project since, are promoted (again) from the store.
         # Files that exist but differ are left alone: that is drift, for a human.
@@ -396,16 +391,9 @@ class RunController:
 
     def _poison(self, component_id: str, phase: Phase) -> None:
         assert self.scheduler is not None
-        downstream = [
-            k
-            for k in self.scheduler.graph.downstream((component_id, phase))
-            if self.state.item(*k).status
-            not in {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED}
-        ]
-        if downstream:
-            self._log(
-                ItemsPoisoned(root_component=component_id, root_phase=phase, items=downstream)
-            )
+        event = poison(self.state, self.scheduler.graph, (component_id, phase))
+        if event is not None:
+            self._log(event)
 
     def _promote(self, component_id: str, phase: Phase) -> None:
         item = self.state.item(component_id, phase)

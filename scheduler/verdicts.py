@@ -3,16 +3,25 @@
 - :func:`systemic_pause`: after a batch of results, does the run pause because
   ``systemic_threshold`` components of a phase failed the same way?
 - :func:`budget_stop`: nothing ready fits the budget and nothing is in flight.
+- :func:`poison`: an item failed for good; which items can now never run?
 - :func:`run_end`: nothing is left to do; did the run complete or fail?
 """
 
 from __future__ import annotations
 
 from pact_workers.models.work import ItemStatus, Phase, SuspensionKind
-from scheduler.events import Event, ItemsSuspended, RunCompleted, RunFailed, RunPaused
+from scheduler.events import (
+    Event,
+    ItemsPoisoned,
+    ItemsSuspended,
+    RunCompleted,
+    RunFailed,
+    RunPaused,
+)
 from scheduler.failures import recent_failures, repeated_errors
 from scheduler.state import RunState
 from scheduler.systemic import detect_systemic_failure
+from scheduler.wavefront import WorkGraph
 
 Key = tuple[str, Phase]
 
@@ -56,6 +65,18 @@ def budget_stop(state: RunState, reason: str) -> list[Event]:
             "pact.yaml, then `pact resume`"
         ),
     ]
+
+
+def poison(state: RunState, graph: WorkGraph, root: Key) -> ItemsPoisoned | None:
+    """Every unfinished item that transitively waits on ``root``, which failed for good."""
+    downstream = [
+        key
+        for key in graph.downstream(root)
+        if state.item(*key).status not in {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED}
+    ]
+    if not downstream:
+        return None
+    return ItemsPoisoned(root_component=root[0], root_phase=root[1], items=downstream)
 
 
 def run_end(state: RunState) -> RunCompleted | RunFailed:

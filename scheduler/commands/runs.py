@@ -117,10 +117,7 @@ def prepare_run(
     name = agent_name or default_agent(settings) or "replay"
     sandbox = make_sandbox(sandbox_name)
     agent, options = make_agent(name, replay_dir=replay_dir, settings=settings, sandbox=sandbox)
-    if executor_name == "local":  # on the fleet, keys live in the workers' environment
-        missing = missing_api_keys(settings.agents, name)
-        if missing:
-            raise InputError("; ".join(missing))
+    require_keys(settings, name, executor_name)
     if sandbox_name == "local":  # a container's tools are checked in its image, per run
         check_environment(settings)
     warnings = []
@@ -306,10 +303,7 @@ def resume_run(
         name = agent_name or state.agent or "replay"
         agent, options = make_agent(name, replay_dir=replay_dir, settings=settings, sandbox=sandbox)
         new_agent = (name, options)
-    if executor_name == "local":
-        missing = missing_api_keys(settings.agents, name)
-        if missing:
-            raise InputError("; ".join(missing))
+    require_keys(settings, name, executor_name)
     if sandbox_name == "local":
         check_environment(settings)
     problems = state_json_problems(project_dir=project_dir)
@@ -380,6 +374,15 @@ def _progress_lost(snapshot: RunState, rebuilt: RunState) -> str | None:
     if snapshot.last_seq > rebuilt.last_seq:
         return f"events up to {snapshot.last_seq} against {rebuilt.last_seq}"
     return None
+
+
+def require_keys(settings: Settings, agent_name: str, executor_name: str) -> None:
+    """The API keys the run's backends need are set here (on the fleet, keys live in
+    the workers' environment, so nothing is checked)."""
+    if executor_name == "local":
+        missing = missing_api_keys(settings.agents, agent_name)
+        if missing:
+            raise InputError("; ".join(missing))
 
 
 def check_environment(settings: Settings) -> None:
