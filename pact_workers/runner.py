@@ -131,7 +131,7 @@ def _keep_rejected(files: Bundle | None, store: ArtifactStore) -> str | None:
         return None
     try:
         return store.put_bundle(files)
-    except (ArtifactError, OSError) as exc:
+    except Exception as exc:  # best effort: the store (e.g. Redis) may be gone
         log.warning("could not keep a rejected attempt's files: %s", exc)
         return None
 

@@ -374,7 +374,8 @@ class RunController:
         )
         if decision.action == "give_up":
             self._poison(result.component_id, result.phase)
-        elif decision.action == "pause":
+        elif decision.action == "pause" and self.state.status is RunStatus.ACTIVE:
+            # Already paused: the first reason (often a systemic one) stays the reason.
             self._log(
                 RunPaused(
                     reason=f"{result.component_id}/{result.phase.value}: {decision.reason}",

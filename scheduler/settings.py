@@ -44,7 +44,7 @@ class Settings(BaseModel):
 
     scheduling: SchedulingMode = SchedulingMode.WAVEFRONT
     max_concurrent_agents: int | None = Field(default=None, ge=1)
-    #: Transient failures retried per item before the item fails permanently.
+    #: Transient failures retried per item; past them the run pauses (never fails).
     max_retries: int = Field(default=3, ge=0)
     #: Attempts per item whose output the harness rejects (tests fail, bad schema).
     max_attempts: int = Field(default=3, ge=1)

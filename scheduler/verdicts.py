@@ -31,9 +31,17 @@ def systemic_pause(state: RunState, threshold: int) -> RunPaused | None:
     for phase, results in recent_failures(state).items():
         pattern = detect_systemic_failure(results, threshold=threshold)
         if pattern is not None:
+            where = f"{pattern.pattern_type} on {', '.join(pattern.affected_components)}"
+            if pattern.pattern_type == "provider_unreachable":
+                # The sample says it all ("the provider is unreachable from this worker:
+                # host:port ..."): lead with it.
+                reason = f"{pattern.sample_error} (phase {phase.value}: {where})"
+            else:
+                reason = (
+                    f"systemic failure in phase {phase.value}: {where} ({pattern.sample_error})"
+                )
             return RunPaused(
-                reason=f"systemic failure in phase {phase.value}: {pattern.pattern_type} "
-                f"on {', '.join(pattern.affected_components)} ({pattern.sample_error})",
+                reason=reason,
                 recommendation=pattern.recommendation,
                 pattern_type=pattern.pattern_type,
                 affected_components=pattern.affected_components,

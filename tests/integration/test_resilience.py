@@ -76,13 +76,17 @@ def test_transient_retries_three_times(example: Path, replay_copy: Path, tmp_pat
     retry_at = [e.retry_at for e in fails]
     assert all(r is not None for r in retry_at)
 
-    # A fourth transient failure exceeds max_retries (3): the item fails and escalates.
+    # A fourth transient failure exceeds max_retries (3): a transient failure never fails
+    # a run, so the run pauses for a human (suspended far), and nothing is poisoned.
     script(replay_copy, {"tokens": {"contract": {**flaky, 4: {"transient": "HTTP 529"}}}})
     project, conf = start(example, replay_copy, tmp_path / "exhausted")
     state = drive(project, conf, replay_copy)
     item = state.item("tokens", Phase.CONTRACT)
-    assert item.status is ItemStatus.FAILED and item.transient_failures == 4
-    assert state.status is RunStatus.FAILED
+    assert item.status is ItemStatus.PENDING and item.transient_failures == 4
+    assert item.suspension is SuspensionKind.FAR and state.status is RunStatus.PAUSED
+    assert not [
+        i for i in state.items.values() if i.status in {ItemStatus.FAILED, ItemStatus.POISONED}
+    ]
 
 
 def broken_imports(replay: Path, attempts: tuple[int, ...] = (1, 2, 3)) -> None:
