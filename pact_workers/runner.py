@@ -19,8 +19,10 @@ from pact_workers.classify import classify_error
 from pact_workers.errors import ArtifactError, PactError, VerificationError
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import ErrorClass, Phase, ResultMessage, TaskMessage, Usage
+from pact_workers.probes import probe_contract_imports, spec_component_ids
 from pact_workers.sandbox.base import Sandbox, safe_relpath
 from pact_workers.verify import (
+    CONTRACT_FILE,
     check_implementation_files,
     run_contract_tests,
     verify_contract,
@@ -147,8 +149,16 @@ def _verify(
 ) -> TestResults | None:
     cid = task.component_id
     if task.phase is Phase.CONTRACT:
-        verify_contract(files, cid)
-        return None
+        # The results of a contract are the import probe of its dependency names: the
+        # scheduler, which knows the tree, decides which of them must be importable.
+        spec = store.get_bundle(task.inputs["spec"]) if "spec" in task.inputs else {}
+        return probe_contract_imports(
+            sandbox,
+            verify_contract(files, cid),
+            environment=task.environment,
+            timeout_s=task.timeout_s,
+            known_ids=spec_component_ids(spec),
+        )
     if task.phase is Phase.TEST:
         verify_test_suite(files, cid)
         return None
@@ -158,12 +168,16 @@ def _verify(
     if not tests:
         raise VerificationError(f"component {cid!r}: no contract tests to verify against")
     implementation = _merge(verify_inputs.get("deps_src", {}), files, cid)
+    contract_digest = task.inputs.get("contract")
+    contract_files = store.get_bundle(contract_digest) if contract_digest else {}
     results, _ = run_contract_tests(
         sandbox,
         implementation=implementation,
         tests=tests,
         environment=task.environment,
         timeout_s=task.timeout_s,
+        # The contract's performance budgets become tests of the harness's own.
+        contract=verify_contract(contract_files, cid) if CONTRACT_FILE in contract_files else None,
     )
     if not results.all_passed:
         raise _TestsFailed(results)

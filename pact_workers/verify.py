@@ -4,16 +4,23 @@ Nothing an agent says about its own output is trusted. Contracts are parsed
 against the schema, test suites must contain tests, and implementations are
 judged by running the contract tests with pytest in a sandbox and reading the
 JUnit XML that pytest wrote.
+
+The harness adds checks of its own that no agent writes: a contract's dependency
+names are probed for importability in the sandbox that verifies it (``probes``),
+and a function with a performance budget gets a timing test (``budget_plugin``)
+that runs after the contract tests.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 import secrets
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from importlib import resources
 
 from pydantic import ValidationError
 
@@ -30,8 +37,22 @@ SRC_DIR = "src"
 #: Top-level module names an implementation may not define: they would replace
 #: the harness's own tools on PYTHONPATH.
 RESERVED_MODULES = frozenset(
-    {"pytest", "_pytest", "pluggy", "iniconfig", "conftest", "sitecustomize", "usercustomize"}
+    {
+        "pytest",
+        "_pytest",
+        "pluggy",
+        "iniconfig",
+        "conftest",
+        "sitecustomize",
+        "usercustomize",
+        "pact_budget_plugin",
+    }
 )
+
+#: The harness's budget plugin, as the module name it has in the workspace.
+BUDGET_PLUGIN = "pact_budget_plugin"
+BUDGET_SPEC = "pact_budgets.json"
+BUDGET_TESTS = f"{TESTS_DIR}/pact_budget_test.py"
 
 MAX_DETAIL_CHARS = 4000
 
@@ -120,10 +141,17 @@ def run_contract_tests(
     tests: Mapping[str, bytes],
     environment: EnvironmentSpec,
     timeout_s: float,
+    contract: ComponentContract | None = None,
 ) -> tuple[TestResults, SandboxResult]:
-    """Run the contract tests against the staged implementation; never trust the agent."""
+    """Run the contract tests against the staged implementation; never trust the agent.
+
+    With ``contract``, the functions it gives a performance budget get the harness's
+    own budget tests (:func:`budget_files`), run after the contract tests.
+    """
     report = f".pact-report-{secrets.token_hex(8)}.xml"
-    files = {**implementation, **tests}
+    budgets = budget_files(contract) if contract is not None else {}
+    # The harness's files come last: nothing an agent wrote may replace them.
+    files = {**implementation, **tests, **budgets}
     request = SandboxRequest(
         command=[
             "{python}",
@@ -133,6 +161,7 @@ def run_contract_tests(
             "-p",
             "no:cacheprovider",
             *[arg for plugin in environment.pytest_plugins for arg in ("-p", plugin)],
+            *(["-p", BUDGET_PLUGIN] if budgets else []),
             f"--junitxml={report}",
             "-o",
             "junit_family=xunit1",
@@ -184,6 +213,49 @@ def run_contract_tests(
             }
         )
     return results, result
+
+
+def budget_files(contract: ComponentContract) -> dict[str, bytes]:
+    """The harness's budget check for ``contract``: the plugin, the budgets, the tests.
+
+    One test per ``p95_latency_ms`` and per ``max_memory_mb``; ``complexity`` is
+    documentation and gets none. Empty when no function has a measurable budget.
+    """
+    latency: list[tuple[str, int]] = []
+    memory: list[tuple[str, int]] = []
+    for function in contract.functions:
+        budget = function.performance_budget
+        if budget is None:
+            continue
+        if budget.p95_latency_ms is not None:
+            latency.append((function.name, budget.p95_latency_ms))
+        if budget.max_memory_mb is not None:
+            memory.append((function.name, budget.max_memory_mb))
+    if not latency and not memory:
+        return {}
+    names = list(dict.fromkeys(name for name, _ in [*latency, *memory]))
+    spec = {"module": contract.component_id, "functions": names}
+    lines = [
+        f'"""Performance budgets of {contract.component_id!r}, checked by the harness."""',
+        "",
+        f"import {BUDGET_PLUGIN} as budget",
+    ]
+    for name, ms in latency:
+        lines += ["", "", f"def test_{_ident(name)}_p95_latency_within_{ms}_ms():"]
+        lines.append(f"    budget.check_latency({name!r}, {ms})")
+    for name, mb in memory:
+        lines += ["", "", f"def test_{_ident(name)}_peak_memory_within_{mb}_mb():"]
+        lines.append(f"    budget.check_memory({name!r}, {mb})")
+    plugin = resources.files("pact_workers").joinpath("budget_plugin.py").read_bytes()
+    return {
+        f"{BUDGET_PLUGIN}.py": plugin,
+        BUDGET_SPEC: json.dumps(spec, indent=2).encode(),
+        BUDGET_TESTS: ("\n".join(lines) + "\n").encode(),
+    }
+
+
+def _ident(name: str) -> str:
+    return re.sub(r"\W", "_", name).strip("_") or "function"
 
 
 def _harness_failure(message: str, result: SandboxResult) -> TestResults:

@@ -21,6 +21,8 @@ from pact_workers.models.work import (
     SuspensionKind,
     Usage,
 )
+from scheduler.validation.findings import NameCorrection, ValidationFinding
+from scheduler.validation.names import ResolvedDependency
 
 
 def utc_now() -> str:
@@ -132,6 +134,27 @@ class ItemFailed(_ItemEvent):
         )
 
 
+class ContractChecked(_ItemEvent):
+    """The validation of one contract attempt, logged before it is accepted or rejected.
+
+    Replayed, it gives ``pact status`` the findings and name corrections, and
+    ``pact validate`` its cache (a contract with the same digest, checked against the
+    same context, is not checked again).
+    """
+
+    type: Literal["contract_checked"] = "contract_checked"
+    #: sha256 of the contract's canonical JSON, and of what it was checked against.
+    digest: str
+    context: str = ""
+    accepted: bool = True
+    findings: list[ValidationFinding] = Field(default_factory=list)
+    corrections: list[NameCorrection] = Field(default_factory=list)
+    dependencies: list[ResolvedDependency] = Field(default_factory=list)
+    #: Internal dependencies whose contracts did not exist yet: they become edges, so
+    #: the next attempt of this contract waits for their contracts.
+    waits_for: list[str] = Field(default_factory=list)
+
+
 class ItemsSuspended(_Event):
     """Items that cannot be dispatched until a human acts (e.g. the budget is spent)."""
 
@@ -206,6 +229,7 @@ Event = Annotated[
     | ItemDispatched
     | ItemSucceeded
     | ItemFailed
+    | ContractChecked
     | ItemsPoisoned
     | ItemsSuspended
     | ArtifactsPromoted

@@ -27,10 +27,12 @@ from pact_workers.models.work import (
     Phase,
     ResultMessage,
 )
+from pact_workers.probes import importable_from_probe
+from pact_workers.runner import REJECTED, TESTS_FAILED
 from pact_workers.verify import verify_contract
 from scheduler.attempts import new_attempt
 from scheduler.audit import AuditLog
-from scheduler.discovery import contract_dependencies
+from scheduler.discovery import check_new_contract
 from scheduler.estimates import prior_attempt_usd, within_budget
 from scheduler.events import (
     ArtifactsPromoted,
@@ -336,30 +338,56 @@ class RunController:
         discovered: list[str] = []
         external: list[str] = []
         if result.phase is Phase.CONTRACT:
-            try:
-                contract = verify_contract(
-                    self.store.get_bundle(result.output or ""), result.component_id
-                )
-                discovered, external = contract_dependencies(
-                    self.state, contract, result.component_id
-                )
-            except VerificationError as exc:
-                self._fail(
-                    result.model_copy(
-                        update={
-                            "outcome": "error",
-                            "error_class": ErrorClass.PERMANENT,
-                            "error_type": DEPENDENCY_CYCLE,
-                            "error": str(exc),
-                        }
-                    )
-                )
+            checked = self._check_contract(result)
+            if checked is None:
                 return
+            discovered, external = checked
+            # A contract's test results are the harness's import probe, read above.
+            result = result.model_copy(update={"test_results": None})
         files = sorted(self.store.get_manifest(result.output or ""))
         self._log(
             ItemSucceeded.from_result(result, files=files, discovered=discovered, external=external)
         )
         self._promote(result.component_id, result.phase)
+
+    def _check_contract(self, result: ResultMessage) -> tuple[list[str], list[str]] | None:
+        """Validate a new contract; (new internal, external dependencies) when it is
+        accepted, None when the attempt was failed (with the findings as feedback)."""
+        try:
+            contract = verify_contract(
+                self.store.get_bundle(result.output or ""), result.component_id
+            )
+        except VerificationError as exc:
+            verdict_error, error_type = str(exc), REJECTED
+        else:
+            verdict = check_new_contract(
+                self.state,
+                self.store,
+                contract,
+                attempt=result.attempt,
+                importable=importable_from_probe(contract, result.test_results),
+                source_tree=self.project.root,
+                quality=self.settings.contract_quality,
+            )
+            self._log(verdict.event)
+            if not verdict.error:
+                return verdict.discovered, verdict.external
+            # A cycle is final; any other finding is retried with the findings as
+            # feedback, as failing tests are.
+            verdict_error = verdict.error
+            error_type = DEPENDENCY_CYCLE if verdict.cycle else TESTS_FAILED
+        self._fail(
+            result.model_copy(
+                update={
+                    "outcome": "error",
+                    "error_class": ErrorClass.PERMANENT,
+                    "error_type": error_type,
+                    "error": verdict_error,
+                    "test_results": None,
+                }
+            )
+        )
+        return None
 
     def _fail(self, result: ResultMessage) -> None:
         item = self.state.item(result.component_id, result.phase)

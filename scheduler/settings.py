@@ -19,6 +19,7 @@ from pact_workers.models.environment import EnvironmentSpec
 from pact_workers.models.tree import given, read_input_file
 from scheduler.budget import BudgetSettings
 from scheduler.timeouts import ImpatienceLevel, TimeoutConfig
+from scheduler.validation.findings import QualityMode
 from scheduler.wavefront import SchedulingMode
 
 #: Largest pact.yaml read (a settings file is a few KB).
@@ -66,6 +67,9 @@ class Settings(BaseModel):
     agents: AgentsSettings = Field(default_factory=AgentsSettings)
     #: Prices of models the built-in table does not know (USD per million tokens).
     prices: dict[str, Price] = Field(default_factory=dict)
+    #: What a contract-quality finding (vague wording, side effects) does: ``warn``
+    #: records and shows it; ``block`` rejects the contract attempt with it as feedback.
+    contract_quality: QualityMode = QualityMode.WARN
 
     @property
     def timeouts(self) -> TimeoutConfig:

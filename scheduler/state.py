@@ -26,6 +26,7 @@ from pact_workers.models.work import (
 )
 from scheduler.events import (
     ArtifactsPromoted,
+    ContractChecked,
     Event,
     ItemDispatched,
     ItemFailed,
@@ -39,6 +40,7 @@ from scheduler.events import (
     RunResumed,
     RunStarted,
 )
+from scheduler.validation.findings import NameCorrection, ValidationFinding
 
 #: ``error_type`` of an attempt lost because the scheduler itself stopped.
 INTERRUPTED = "interrupted"
@@ -96,6 +98,16 @@ class ItemState(BaseModel):
     failed_seq: int = 0
 
 
+class ContractValidation(BaseModel):
+    """What the latest check of a component's contract found (only kept when it found
+    something): shown by ``pact status``."""
+
+    attempt: int
+    accepted: bool
+    findings: list[ValidationFinding] = Field(default_factory=list)
+    corrections: list[NameCorrection] = Field(default_factory=list)
+
+
 class RunState(BaseModel):
     """Everything the scheduler knows about one run; rebuilt from the log at will."""
 
@@ -110,6 +122,8 @@ class RunState(BaseModel):
     #: Internal dependencies per component: the tree's plus those contracts declared.
     dependencies: dict[str, list[str]] = Field(default_factory=dict)
     external_dependencies: dict[str, list[str]] = Field(default_factory=dict)
+    #: Findings and name corrections of each component's latest contract check.
+    validation: dict[str, ContractValidation] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
     spend_by_phase: dict[str, float] = Field(default_factory=dict)
     pause_reason: str = ""
@@ -294,6 +308,21 @@ def _failed(state: RunState, e: ItemFailed) -> None:
         _set_status(state, item, ItemStatus.FAILED)
 
 
+def _contract_checked(state: RunState, e: ContractChecked) -> None:
+    if e.findings or e.corrections:
+        state.validation[e.component_id] = ContractValidation(
+            attempt=e.attempt,
+            accepted=e.accepted,
+            findings=list(e.findings),
+            corrections=list(e.corrections),
+        )
+    else:
+        state.validation.pop(e.component_id, None)
+    if e.waits_for:
+        known = state.dependencies.setdefault(e.component_id, [])
+        known.extend(d for d in e.waits_for if d not in known)
+
+
 def _poisoned(state: RunState, e: ItemsPoisoned) -> None:
     root = item_key(e.root_component, e.root_phase)
     for cid, phase in e.items:
@@ -371,6 +400,7 @@ _APPLY: dict[type, Callable[[RunState, Any], None]] = {
     ItemDispatched: _dispatched,
     ItemSucceeded: _succeeded,
     ItemFailed: _failed,
+    ContractChecked: _contract_checked,
     ItemsPoisoned: _poisoned,
     ItemsSuspended: _suspended,
     ArtifactsPromoted: _promoted,

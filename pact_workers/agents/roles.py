@@ -26,7 +26,11 @@ from pact_workers.models.contract import ComponentContract
 from pact_workers.models.testing import ContractTestSuite, TestCase
 from pact_workers.models.work import Phase, Role
 
+#: The prompt version of a role that :data:`ROLE_PROMPT_VERSIONS` does not name.
 PROMPT_VERSION = "v1"
+#: Roles whose prompt moved on: the contract author states the validation and quality
+#: rules (seed 000, sections 2 and 5) since v2.
+ROLE_PROMPT_VERSIONS: dict[Role, str] = {Role.CONTRACT_AUTHOR: "v2"}
 #: Roles shown the contract as the tiered code-author context (test case names, no code).
 _SEES_TEST_CASES = frozenset({Role.CODE_AUTHOR, Role.TRACE_ANALYST})
 
@@ -98,13 +102,20 @@ def output_schema(role: Role) -> dict[str, Any]:
     return OUTPUT_MODELS[role].model_json_schema()
 
 
-def load_template(role: Role, version: str = PROMPT_VERSION) -> str:
-    ref = resources.files("pact_workers.agents") / "prompts" / f"{role.value}.{version}.md"
+def prompt_version(role: Role) -> str:
+    """The prompt version a role is given (part of what identifies its work)."""
+    return ROLE_PROMPT_VERSIONS.get(role, PROMPT_VERSION)
+
+
+def load_template(role: Role, version: str | None = None) -> str:
+    chosen = version or prompt_version(role)
+    ref = resources.files("pact_workers.agents") / "prompts" / f"{role.value}.{chosen}.md"
     return ref.read_text(encoding="utf-8")
 
 
-def render_prompt(request: AgentRequest, *, version: str = PROMPT_VERSION) -> Prompt:
+def render_prompt(request: AgentRequest, *, version: str | None = None) -> Prompt:
     """The role's instructions, and this attempt's material as plain sections."""
+    version = version or prompt_version(request.role)
     system = load_template(request.role, version)
     sections = [f"# Component {request.component_id}"]
     spec = request.inputs.get("spec", {}).get("component.json")

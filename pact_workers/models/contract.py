@@ -2,6 +2,14 @@
 
 Every model accepts the documents Pact itself produced, unchanged, and keeps
 fields it does not know (``extra="allow"``) so that a contract round-trips.
+
+Side effects (seed 000, 5.2) are declared as :class:`SideEffect` objects, either in
+``side_effects`` (the seed's form: ``[{"kind": "none"}]``) or in
+``structured_side_effects`` (Pact's own field for them). A contract written before
+side effects were declared holds free-text strings in ``side_effects`` (or nothing):
+it still loads unchanged, the strings are kept as written, and
+:attr:`ContractFunction.declared_effects` simply holds no effect for it, which the
+contract-quality rules report (see ``scheduler.validation``).
 """
 
 from __future__ import annotations
@@ -57,6 +65,8 @@ class ErrorCase(_Doc):
 
 
 class SideEffectKind(StrEnum):
+    """What a function does besides returning a value; ``none`` for a pure function."""
+
     NONE = "none"
     READS_FILE = "reads_file"
     WRITES_FILE = "writes_file"
@@ -74,7 +84,12 @@ class SideEffect(_Doc):
 
 
 class PerformanceBudget(_Doc):
-    """Optional performance constraints on a function."""
+    """Optional performance constraints on a function.
+
+    The harness verifies ``p95_latency_ms`` and ``max_memory_mb`` with a test of its
+    own that it adds to the contract tests (see ``pact_workers.budget_plugin``);
+    ``complexity`` is documentation and is never verified.
+    """
 
     p95_latency_ms: int | None = Field(default=None, ge=1)
     max_memory_mb: int | None = Field(default=None, ge=1)
@@ -92,9 +107,21 @@ class ContractFunction(_Doc):
     preconditions: list[str] = Field(default_factory=list)
     postconditions: list[str] = Field(default_factory=list)
     idempotent: bool = False
-    side_effects: list[str] = Field(default_factory=list)
+    #: Declared effects (objects) or, in contracts that predate them, free text.
+    side_effects: list[SideEffect | str] = Field(default_factory=list)
     structured_side_effects: list[SideEffect] = Field(default_factory=list)
     performance_budget: PerformanceBudget | None = None
+
+    @property
+    def declared_effects(self) -> list[SideEffect]:
+        """Every structured side effect, from either field."""
+        listed = [e for e in self.side_effects if isinstance(e, SideEffect)]
+        return [*self.structured_side_effects, *listed]
+
+    @property
+    def free_text_effects(self) -> list[str]:
+        """Side effects written as free text (Pact's form before they were declared)."""
+        return [e for e in self.side_effects if isinstance(e, str)]
 
 
 #: Pact's own name for a contract function.

@@ -18,6 +18,9 @@ import traceback
 from scheduler.cli import runs  # noqa: F401
 
 # isort: split
+from scheduler.cli import validate  # noqa: F401
+
+# isort: split
 from scheduler.cli import doctor  # noqa: F401
 
 # isort: split

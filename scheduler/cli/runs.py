@@ -143,6 +143,9 @@ def status(
                 "pattern_type": state.pattern_type,
                 "affected_components": state.affected_components,
                 "inconsistencies": problems,
+                "validation": {
+                    cid: check.model_dump(mode="json") for cid, check in state.validation.items()
+                },
                 "warnings": [*warnings, *([NOOP_NOTE] if state.agent == "noop" else [])],
             }
         )

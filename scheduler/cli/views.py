@@ -27,6 +27,7 @@ from scheduler.project import ProjectDir
 from scheduler.report import poisoned_items, summary_rows
 from scheduler.settings import load_settings
 from scheduler.state import RunState, RunStatus
+from scheduler.validation import Rule, Severity
 
 #: Rows of a table or lines of a list shown before "... and N more".
 MAX_ROWS = 200
@@ -103,6 +104,7 @@ def print_details(state: RunState, project_dir: Path, problems: list[str]) -> No
             if item.suspension is not None and item.status is not ItemStatus.DONE
         ),
     )
+    print_validation(state)
     try:
         settings = load_settings(ProjectDir(project_dir).settings_path)
     except InputError as exc:
@@ -127,6 +129,26 @@ def print_details(state: RunState, project_dir: Path, problems: list[str]) -> No
     if total is not None:
         say(f"total budget: {format_usd(state.usage.cost_usd)} of {format_usd(total)}")
     say_some(problems, label="inconsistent", limit=20)
+
+
+def print_validation(state: RunState) -> None:
+    """Each contract's latest check: dependency names read as other ids, then its
+    errors (why an attempt was rejected) and warnings (locality, quality)."""
+    checks = sorted(state.validation.items())
+    say_some(
+        (f"{cid}: {correction}" for cid, check in checks for correction in check.corrections),
+        label="name corrected",
+    )
+    for severity in (Severity.ERROR, Severity.WARNING):
+        say_some(
+            (
+                f"{cid} (contract attempt {check.attempt}): {finding}"
+                for cid, check in checks
+                for finding in check.findings
+                if finding.severity is severity and finding.rule is not Rule.NAME_CORRECTION
+            ),
+            label=severity.value,
+        )
 
 
 def print_summary(state: RunState, project_dir: Path, *, driven: bool | None = None) -> None:

@@ -34,6 +34,7 @@ from scheduler.commands.runs import (
     state_json_problems,
 )
 from scheduler.commands.supervisor import supervise
+from scheduler.commands.validate import ValidationRun, validate_path
 
 __all__ = [
     "EXAMPLE",
@@ -42,6 +43,7 @@ __all__ = [
     "SANDBOXES",
     "Check",
     "RunPlan",
+    "ValidationRun",
     "check_executor",
     "demo_directory",
     "doctor_checks",
@@ -64,5 +66,6 @@ __all__ = [
     "state_json_problems",
     "submit_batch",
     "supervise",
+    "validate_path",
     "worker_argv",
 ]
