@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TypeVar, cast
 
@@ -21,12 +22,15 @@ from scheduler.events import Event, parse_event
 E = TypeVar("E", bound=Event)
 
 
-def read_events(path: Path) -> tuple[list[Event], list[str]]:
-    """All readable events in order, and a warning for every line that is not one."""
+def read_events(path: Path, *, offset: int = 0) -> tuple[list[Event], list[str]]:
+    """All readable events in order (from byte ``offset`` on), and a warning for every
+    line that is not one."""
     events: list[Event] = []
     warnings: list[str] = []
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            raw = fh.read()
     except FileNotFoundError:
         raise RunDirError(f"{path}: no audit log; is this a pact project directory?") from None
     lines = raw.split(b"\n")
@@ -38,8 +42,18 @@ def read_events(path: Path) -> tuple[list[Event], list[str]]:
         except (ValidationError, ValueError) as exc:
             torn = number == len(lines) and not raw.endswith(b"\n")
             what = "torn last line (crash while writing)" if torn else "unreadable event"
-            warnings.append(f"{path}:{number}: {what}: {str(exc).splitlines()[0]}")
+            where = f"{path}:{number}" if not offset else f"{path} (byte {offset} on):{number}"
+            warnings.append(f"{where}: {what}: {str(exc).splitlines()[0]}")
     return events, warnings
+
+
+def line_before(path: Path, offset: int) -> bytes:
+    """The bytes of the line of ``path`` that ends at ``offset`` (newline included)."""
+    with path.open("rb") as fh:
+        end = offset - 1 if offset > 0 else 0
+        start = _last_newline_before(fh, end) + 1
+        fh.seek(start)
+        return fh.read(offset - start)
 
 
 def is_driven(path: Path) -> bool:
@@ -58,13 +72,26 @@ def is_driven(path: Path) -> bool:
 
 
 class AuditLog:
-    """The single writer of one run's log; holds an exclusive lock while open."""
+    """The single writer of one run's log; holds an exclusive lock while open.
 
-    def __init__(self, path: Path) -> None:
+    :meth:`append` makes one event durable at once. The run loop instead *stages* the
+    events of one step and :meth:`commit` writes and fsyncs them together (group
+    commit): nothing staged may be acted on before ``commit`` returns.
+
+    ``fence`` is called before every write; it raises when this process may no longer
+    write the run (another scheduler took it over), so a process that lost its claim
+    cannot append a single line after the new owner started.
+    """
+
+    def __init__(self, path: Path, *, fence: Callable[[], None] | None = None) -> None:
         self.path = path
+        self.fence = fence
         self._fh: IO[bytes] | None = None
         self._lock_fh: IO[bytes] | None = None
+        self._staged: list[bytes] = []
         self.last_seq = 0
+        #: Bytes of the log that are on disk (what a snapshot can say it covers).
+        self.size = 0
 
     def open(self) -> AuditLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,35 +106,64 @@ class AuditLog:
                 f"{self.path.parent.parent}: another pact process is driving this run"
             ) from None
         self._trim_torn_tail()
-        if self.path.exists():
-            events, _ = read_events(self.path)
-            self.last_seq = max((e.seq for e in events), default=0)
+        self.last_seq = last_seq_of(self.path)
         self._fh = self.path.open("ab")
+        self.size = self._fh.tell()
         return self
 
     def _trim_torn_tail(self) -> None:
         if not self.path.exists():
             return
-        raw = self.path.read_bytes()
-        if raw and not raw.endswith(b"\n"):
-            keep = raw.rfind(b"\n") + 1
-            with self.path.open("r+b") as fh:
-                fh.truncate(keep)
-                fh.flush()
-                os.fsync(fh.fileno())
+        with self.path.open("r+b") as fh:
+            end = fh.seek(0, os.SEEK_END)
+            if end == 0:
+                return
+            fh.seek(end - 1)
+            if fh.read(1) == b"\n":
+                return
+            keep = _last_newline_before(fh, end) + 1
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
 
-    def append(self, event: E) -> E:
-        """Assign the next ``seq``, write, flush and fsync; return the stored event."""
+    def stage(self, event: E) -> E:
+        """Assign the next ``seq`` and buffer the event; durable only after :meth:`commit`."""
         if self._fh is None:
             raise RuntimeError("audit log is not open")
         stored = event.model_copy(update={"seq": self.last_seq + 1})
-        self._fh.write(stored.model_dump_json().encode() + b"\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        self._staged.append(stored.model_dump_json().encode() + b"\n")
         self.last_seq = stored.seq
         return cast(E, stored)
 
+    def commit(self) -> None:
+        """Write every staged event, flush and fsync once (nothing to do: no I/O)."""
+        if not self._staged:
+            return
+        if self._fh is None:
+            raise RuntimeError("audit log is not open")
+        if self.fence is not None:
+            self.fence()
+        data = b"".join(self._staged)
+        self._staged.clear()
+        self._fh.write(data)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self.size += len(data)
+
+    @property
+    def staged(self) -> int:
+        """Events staged and not yet committed."""
+        return len(self._staged)
+
+    def append(self, event: E) -> E:
+        """Assign the next ``seq``, write, flush and fsync; return the stored event."""
+        stored = self.stage(event)
+        self.commit()
+        return stored
+
     def close(self) -> None:
+        """Release the log; events still staged are dropped (they were never acted on)."""
+        self._staged.clear()
         if self._fh is not None:
             self._fh.close()
             self._fh = None
@@ -121,3 +177,37 @@ class AuditLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _last_newline_before(fh: IO[bytes], end: int, chunk: int = 1 << 16) -> int:
+    """Offset of the last newline before ``end`` (-1: none), reading backwards."""
+    pos = end
+    while pos > 0:
+        start = max(0, pos - chunk)
+        fh.seek(start)
+        block = fh.read(pos - start)
+        found = block.rfind(b"\n")
+        if found >= 0:
+            return start + found
+        pos = start
+    return -1
+
+
+def last_seq_of(path: Path) -> int:
+    """The ``seq`` of the last complete event of a log, reading only its tail."""
+    if not path.exists():
+        return 0
+    with path.open("rb") as fh:
+        end = fh.seek(0, os.SEEK_END)
+        while end > 0:
+            newline = _last_newline_before(fh, end)
+            start = newline + 1
+            fh.seek(start)
+            line = fh.read(end - start)
+            if line.strip():
+                try:
+                    return parse_event(line).seq
+                except (ValidationError, ValueError):
+                    pass  # a torn or unreadable line: look at the one before
+            end = max(newline, 0)
+    return 0

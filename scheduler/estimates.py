@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from pact_workers.agents.pricing import Price, price_for
 from pact_workers.errors import InputError
-from pact_workers.models.work import IN_FLIGHT, ROLE_FOR_PHASE, Phase
+from pact_workers.models.work import ROLE_FOR_PHASE, Phase
 from scheduler.budget import BudgetSettings, check_dispatch
 from scheduler.state import RunState
 
@@ -65,15 +65,11 @@ def prior_attempt_usd(agent: str, options: Mapping[str, str]) -> dict[Phase, flo
 
 def attempt_estimates(state: RunState, priors: Mapping[Phase, float]) -> dict[Phase, float]:
     """Per phase: the mean cost of its finished attempts, else the prior."""
-    attempts: dict[Phase, int] = {}
-    for item in state.items.values():
-        finished = item.attempt - (1 if item.status in IN_FLIGHT else 0)
-        if finished > 0:
-            attempts[item.phase] = attempts.get(item.phase, 0) + finished
+    attempts = state.index.finished_attempts
     out = dict(priors)
     for phase, count in attempts.items():
         spent = state.spend_by_phase.get(phase.value, 0.0)
-        if spent > 0:
+        if spent > 0 and count > 0:
             out[phase] = spent / count
     return out
 

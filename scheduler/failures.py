@@ -48,7 +48,7 @@ def recent_failures(state: RunState) -> dict[Phase, dict[str, TestResults]]:
     other components'.
     """
     out: dict[Phase, dict[str, TestResults]] = {}
-    for item in state.items.values():
+    for item in _failing(state):
         if item.status is ItemStatus.DONE or not item.last_error:
             continue
         if item.failed_seq <= state.resumed_seq:
@@ -81,7 +81,7 @@ def repeated_errors(state: RunState, threshold: int) -> tuple[Phase, str, list[s
     """
     groups: dict[tuple[Phase, str], list[str]] = {}
     sample: dict[tuple[Phase, str], str] = {}
-    for item in state.items.values():
+    for item in _failing(state):
         if item.status is ItemStatus.DONE or item.failed_seq <= state.resumed_seq:
             continue
         if item.last_error_class is ErrorClass.TRANSIENT:
@@ -109,3 +109,9 @@ def _unreachable(item: ItemState) -> bool:
     return item.last_error_type == ProviderUnreachable.__name__ or item.last_error.startswith(
         UNREACHABLE_PREFIX
     )
+
+
+def _failing(state: RunState) -> list[ItemState]:
+    """Items whose latest failure is newer than the last resume and that are not done:
+    read from the state's index, so that this costs O(failures), not O(items)."""
+    return [state.items[key] for key in state.index.failing]

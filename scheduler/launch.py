@@ -10,10 +10,11 @@ import secrets
 
 from pact_workers.errors import RunDirError
 from pact_workers.models.tree import DecompositionTree
-from scheduler.audit import AuditLog, read_events
+from scheduler.audit import AuditLog
 from scheduler.events import RunStarted
 from scheduler.project import ProjectDir
 from scheduler.settings import Settings
+from scheduler.snapshot import load_folded
 from scheduler.state import RunState, fold
 
 
@@ -57,14 +58,14 @@ def start_run(
 
 
 def load_state(project: ProjectDir) -> tuple[RunState, list[str]]:
-    """Rebuild the state from the audit log (never from state.json).
+    """The state the audit log says: state.json's snapshot plus the log's tail when
+    the snapshot's mark matches the log, else a fold of the whole log.
 
     Raises:
         RunDirError: there is no log, or it holds no run (empty, or another tool's).
     """
     project.require_run()
-    events, warnings = read_events(project.audit_path)
-    state = fold(events)
+    state, warnings = load_folded(project)
     require_a_run(state, project, unreadable=len(warnings))
     state.project_dir = str(project.root)
     state.warnings = warnings

@@ -30,6 +30,7 @@ from pact_workers.files import atomic_write
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import Phase
 from pact_workers.sandbox.base import safe_relpath
+from scheduler.snapshot import parse_state_json, snapshot_bytes
 from scheduler.state import RunState
 
 
@@ -61,11 +62,14 @@ class ProjectDir:
         return ArtifactStore(DirectoryBlobStore(self.artifacts_dir))
 
     def write_state(self, state: RunState) -> None:
-        atomic_write(self.state_path, state.model_dump_json(indent=2).encode() + b"\n")
+        """Write ``state`` as the snapshot of the whole log as it is on disk now
+        (atomically, compactly, marked: see :mod:`scheduler.snapshot`). The state must
+        cover exactly the log's committed events."""
+        atomic_write(self.state_path, snapshot_bytes(state, self.audit_path))
 
     def read_state(self) -> RunState:
         try:
-            return RunState.model_validate_json(self.state_path.read_bytes())
+            return parse_state_json(self.state_path.read_bytes()).state
         except FileNotFoundError:
             raise RunDirError(f"{self.state_path}: missing; run `pact rebuild`") from None
 

@@ -13,6 +13,7 @@ from pact_workers.models.work import ItemStatus, Phase
 from scheduler.audit import read_events
 from scheduler.launch import require_a_run
 from scheduler.project import ProjectDir
+from scheduler.snapshot import parse_state_json
 from scheduler.state import RunState, fold
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ def read_state_json(project_dir: Path) -> tuple[RunState | None, str | None]:
     """``state.json`` as it is on disk, or the reason it cannot be read."""
     path = ProjectDir(project_dir).state_path
     try:
-        return RunState.model_validate_json(path.read_bytes()), None
+        return parse_state_json(path.read_bytes()).state, None
     except FileNotFoundError:
         return None, f"{path}: missing"
     except (ValidationError, ValueError) as exc:

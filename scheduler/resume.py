@@ -11,13 +11,13 @@ from scheduler.audit import AuditLog
 from scheduler.events import RunResumed
 from scheduler.project import ProjectDir
 from scheduler.state import (
-    PACT_PHASE,
     PACT_PHASE_ORDER,
     RunState,
     RunStatus,
     apply,
     final_phase,
 )
+from scheduler.state_index import PACT_PHASE
 
 ResumePhase = Literal["interview", "decompose", "contract", "implement", "integrate"]
 

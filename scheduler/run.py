@@ -57,6 +57,10 @@ log = logging.getLogger(__name__)
 
 Listener = Callable[[Event, RunState], None]
 
+#: A snapshot (state.json) is written after this many events or seconds, and on close.
+SNAPSHOT_EVERY_EVENTS = 2000
+SNAPSHOT_EVERY_S = 10.0
+
 
 class RunController:
     """Drives one run to a terminal or paused state with one executor."""
@@ -74,6 +78,7 @@ class RunController:
         rng: random.Random | None = None,
         poll_s: float = 0.5,
         stop: threading.Event | None = None,
+        fence: Callable[[], None] | None = None,
     ) -> None:
         self.project = project
         self.executor = executor
@@ -86,7 +91,11 @@ class RunController:
         self.poll_s = poll_s
         #: Set (by a signal handler) to stop between steps: the run is left interrupted.
         self.stop = stop
-        self.audit = AuditLog(project.audit_path)
+        self.audit = AuditLog(project.audit_path, fence=fence)
+        #: What may only happen once the events of this step are on disk (group commit).
+        self._effects: list[Callable[[], None]] = []
+        self._snapshot_seq = 0
+        self._snapshot_at = 0.0
         self.state = RunState()
         self.scheduler: WavefrontScheduler | None = None
         #: What one attempt of each phase may cost before any has been seen (per run).
@@ -115,6 +124,7 @@ class RunController:
                 for result in results:
                     self.handle(result)
                 self.tick(had_results=bool(results))
+            self.commit()
             return self.state
         finally:
             self.close()
@@ -127,16 +137,46 @@ class RunController:
         self.audit.open()
         try:
             self._recover()
+            self.commit()
         except BaseException:
             self.audit.close()
             raise
 
     def close(self) -> None:
-        """Write the final snapshot and release the run."""
+        """Write the final snapshot and release the run.
+
+        Events still staged were never acted on and are dropped (a step cut short by
+        an exception); the snapshot is then skipped too, since the state holds them.
+        """
         try:
-            self.project.write_state(self.state)
+            if not self.audit.staged:
+                self.snapshot()
         finally:
             self.audit.close()
+
+    def commit(self) -> None:
+        """Make the staged events durable (one fsync), then carry out their effects."""
+        self.audit.commit()
+        effects, self._effects = self._effects, []
+        for effect in effects:
+            effect()
+
+    def _after_commit(self, effect: Callable[[], None]) -> None:
+        self._effects.append(effect)
+
+    def snapshot(self, *, every: int = 0, every_s: float = 0.0) -> None:
+        """Write state.json when ``every`` events or ``every_s`` seconds have passed since
+        the last one (both 0: now). Only a state with nothing staged is written."""
+        if self.audit.staged:
+            return
+        due = self.state.last_seq - self._snapshot_seq >= every or (
+            every_s > 0 and self.clock() - self._snapshot_at >= every_s
+        )
+        if not due or (every and self.state.last_seq == self._snapshot_seq):
+            return
+        self.project.write_state(self.state)
+        self._snapshot_seq = self.state.last_seq
+        self._snapshot_at = self.clock()
 
     def stopping(self) -> bool:
         """True once asked to stop (e.g. Ctrl-C): the run stays interrupted, for resume."""
@@ -149,19 +189,22 @@ class RunController:
         )
 
     def tick(self, *, had_results: bool) -> None:
-        """Leases, lost workers and systemic detection; then a snapshot."""
+        """Commit the results handled so far, then leases, lost workers and systemic
+        detection; commit again, and a snapshot now and then."""
+        self.commit()
         self._renew_leases()
         self._expire_leases()
         self._reclaim_lost()
         if had_results and self.state.status is RunStatus.ACTIVE:
             self._detect_systemic()
-        self.project.write_state(self.state)
+        self.commit()
+        self.snapshot(every=SNAPSHOT_EVERY_EVENTS, every_s=SNAPSHOT_EVERY_S)
 
     def settle(self) -> bool:
         """When nothing is in flight or waiting for a retry, end the run; True if it ended."""
         if self.state.in_flight() or not self.wants_more():
             return not self.wants_more()
-        if [t for t in self._pending_retry_times() if t > self.clock()]:
+        if [t for t in self.state.retry_times() if t > self.clock()]:
             return False
         if self.ready():
             return False
@@ -208,7 +251,8 @@ class RunController:
                 self._promote(item.component_id, item.phase)
 
     def _log(self, event: Event) -> Event:
-        stored = self.audit.append(event)
+        """Stage ``event`` (durable at the next :meth:`commit`) and fold it in."""
+        stored = self.audit.stage(event)
         apply(self.state, stored)
         if self.listener is not None:
             self.listener(stored, self.state)
@@ -220,6 +264,7 @@ class RunController:
         """Dispatch every ready item the budget allows (the single-run loop)."""
         for cid, phase in self.ready():
             self.dispatch(cid, phase)
+        self.commit()
 
     def ready(self) -> list[Key]:
         """Ready items within the budget, critical path first; empty unless active.
@@ -261,7 +306,7 @@ class RunController:
         )
         self._log(event)
         self.leases.grant((component_id, phase, attempt))
-        self.executor.submit(task)
+        self._after_commit(lambda: self.executor.submit(task))
 
     def _fail_without_attempt(
         self, component_id: str, phase: Phase, attempt: int, error: str
@@ -309,7 +354,7 @@ class RunController:
     def handle(self, result: ResultMessage) -> None:
         """Apply one result (or log why it is dropped), then acknowledge it."""
         self._apply_result(result)
-        self.executor.ack(result)
+        self._after_commit(lambda: self.executor.ack(result))
 
     def _apply_result(self, result: ResultMessage) -> None:
         key = item_key(result.component_id, result.phase)
@@ -348,7 +393,8 @@ class RunController:
         self._log(
             ItemSucceeded.from_result(result, files=files, discovered=discovered, external=external)
         )
-        self._promote(result.component_id, result.phase)
+        # Promotion writes into the project: only once the success is on disk.
+        self._after_commit(lambda: self._promote(result.component_id, result.phase))
 
     def _check_contract(self, result: ResultMessage) -> tuple[list[str], list[str]] | None:
         """Validate a new contract; (new internal, external dependencies) when it is
@@ -433,17 +479,10 @@ class RunController:
 
     # -- waiting and finishing -----------------------------------------------
 
-    def _pending_retry_times(self) -> list[float]:
-        return [
-            i.retry_at
-            for i in self.state.items.values()
-            if i.status is ItemStatus.PENDING and i.retry_at is not None
-        ]
-
     def _wait_for_retries(self) -> bool:
         if self.state.status is not RunStatus.ACTIVE:
             return False
-        later = [t for t in self._pending_retry_times() if t > self.clock()]
+        later = [t for t in self.state.retry_times() if t > self.clock()]
         if not later:
             return False
         wait_s = max(0.0, min(later) - self.clock())
@@ -453,7 +492,7 @@ class RunController:
         return True
 
     def _poll_timeout(self) -> float:
-        later = self._pending_retry_times()
+        later = self.state.retry_times()
         if later:
             return max(0.0, min(self.poll_s, min(later) - self.clock()))
         return self.poll_s
@@ -463,3 +502,4 @@ class RunController:
         if self.state.status is not RunStatus.ACTIVE:
             return
         self._log(run_end(self.state))
+        self.commit()

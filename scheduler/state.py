@@ -11,12 +11,11 @@ from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from pact_workers.models.testing import TestResults
 from pact_workers.models.tree import DecompositionTree
 from pact_workers.models.work import (
-    IN_FLIGHT,
     ErrorClass,
     FailureNote,
     ItemStatus,
@@ -40,6 +39,7 @@ from scheduler.events import (
     RunResumed,
     RunStarted,
 )
+from scheduler.state_index import StateIndex
 from scheduler.validation.findings import NameCorrection, ValidationFinding
 
 #: ``error_type`` of an attempt lost because the scheduler itself stopped.
@@ -141,21 +141,32 @@ class RunState(BaseModel):
     dropped_results: int = 0
     #: Problems met while reading the log (not part of the state itself).
     warnings: list[str] = Field(default_factory=list, exclude=True)
-    #: Items not yet done per Pact phase, kept by ``apply`` so that the run's phase is
-    #: known in O(1) per event (None: not kept, e.g. a state read from state.json).
-    open_by_pact_phase: dict[str, int] | None = Field(default=None, exclude=True)
+    #: Derived indexes (:mod:`scheduler.state_index`); built on first use.
+    _index: StateIndex | None = PrivateAttr(default=None)
+
+    @property
+    def index(self) -> StateIndex:
+        if self._index is None:
+            self._index = StateIndex.build(self)
+        return self._index
+
+    def reindex(self) -> None:
+        """Rebuild the indexes (after the items were changed other than by ``apply``)."""
+        self._index = StateIndex.build(self)
 
     def item(self, component_id: str, phase: Phase | str) -> ItemState:
         return self.items[item_key(component_id, phase)]
 
     def in_flight(self) -> list[ItemState]:
-        return [i for i in self.items.values() if i.status in IN_FLIGHT]
+        """Items dispatched, running or verifying, in dispatch order: O(answer)."""
+        return [self.items[key] for key in self.index.in_flight]
+
+    def retry_times(self) -> list[float]:
+        """When each pending item that waits for a retry may go again."""
+        return list(self.index.retry_at.values())
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for item in self.items.values():
-            out[item.status.value] = out.get(item.status.value, 0) + 1
-        return out
+        return {status.value: n for status, n in self.index.counts.items() if n > 0}
 
 
 def fold(events: Iterable[Event], state: RunState | None = None) -> RunState:
@@ -187,13 +198,6 @@ def apply(state: RunState, event: Event) -> RunState:
     return state
 
 
-#: Pact's run phases for each item phase (tests are part of the contract phase).
-PACT_PHASE = {
-    Phase.CONTRACT: "contract",
-    Phase.TEST: "contract",
-    Phase.IMPLEMENT: "implement",
-    Phase.INTEGRATE: "integrate",
-}
 PACT_PHASE_ORDER = ["interview", "decompose", "contract", "implement", "integrate", "complete"]
 
 
@@ -201,30 +205,26 @@ def derive_phase(state: RunState) -> str:
     """The earliest Pact phase that still has unfinished items ('complete' when none)."""
     if state.status is RunStatus.COMPLETED:
         return "complete"
-    counts = state.open_by_pact_phase
-    if counts is None:
-        counts = _open_by_pact_phase(state)
-    open_phases = [phase for phase, n in counts.items() if n > 0]
+    open_phases = [phase for phase, n in state.index.open_by_pact_phase.items() if n > 0]
     if not open_phases:
         return "complete" if state.items else "contract"
     return min(open_phases, key=PACT_PHASE_ORDER.index)
 
 
-def _open_by_pact_phase(state: RunState) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for item in state.items.values():
-        if item.status is not ItemStatus.DONE:
-            counts[PACT_PHASE[item.phase]] = counts.get(PACT_PHASE[item.phase], 0) + 1
-    return counts
-
-
 def _set_status(state: RunState, item: ItemState, status: ItemStatus) -> None:
-    """Every status change goes through here, so that the open-item counts stay right."""
-    counts = state.open_by_pact_phase
-    if counts is not None and (item.status is ItemStatus.DONE) != (status is ItemStatus.DONE):
-        phase = PACT_PHASE[item.phase]
-        counts[phase] = counts.get(phase, 0) + (-1 if status is ItemStatus.DONE else 1)
+    """Every status change goes through here, so that the indexes stay right."""
+    state.index.moved(item_key(item.component_id, item.phase), item, status)
     item.status = status
+
+
+def _set_retry(state: RunState, item: ItemState, retry_at: float | None) -> None:
+    """Every change of ``retry_at`` goes through here (the index of waiting items)."""
+    item.retry_at = retry_at
+    key = item_key(item.component_id, item.phase)
+    if retry_at is not None and item.status is ItemStatus.PENDING:
+        state.index.retry_at[key] = retry_at
+    else:
+        state.index.retry_at.pop(key, None)
 
 
 def _run_started(state: RunState, e: RunStarted) -> None:
@@ -240,14 +240,14 @@ def _run_started(state: RunState, e: RunStarted) -> None:
         state.dependencies[cid] = tree.internal_dependencies(cid)
         for phase in phases_for(tree, cid):
             state.items[item_key(cid, phase)] = ItemState(component_id=cid, phase=phase)
-    state.open_by_pact_phase = _open_by_pact_phase(state)
+    state.reindex()
 
 
 def _dispatched(state: RunState, e: ItemDispatched) -> None:
     item = state.item(e.component_id, e.phase)
     _set_status(state, item, ItemStatus.DISPATCHED)
     item.attempt = e.attempt
-    item.retry_at = None
+    _set_retry(state, item, None)
     item.suspension = None
     item.suspension_reason = ""
 
@@ -255,10 +255,13 @@ def _dispatched(state: RunState, e: ItemDispatched) -> None:
 def _succeeded(state: RunState, e: ItemSucceeded) -> None:
     item = state.item(e.component_id, e.phase)
     _set_status(state, item, ItemStatus.DONE)
+    state.index.finished_attempts[e.phase] += 1
     item.output = e.output
     item.files = list(e.files)
     item.test_results = e.test_results
     item.duration_s = e.duration_s
+    if e.duration_s > 0:
+        state.index.add_duration(e.phase, e.duration_s)
     item.last_error = ""
     _spend(state, item, e.phase, e.usage)
     if e.discovered_dependencies:
@@ -275,6 +278,9 @@ def _failed(state: RunState, e: ItemFailed) -> None:
     item.last_error_type = e.error_type
     item.test_results = e.test_results
     item.failed_seq = e.seq
+    state.index.finished_attempts[e.phase] += 1
+    if e.seq > state.resumed_seq:
+        state.index.failing[item_key(e.component_id, e.phase)] = None
     _spend(state, item, e.phase, e.usage)
     if e.suspension is SuspensionKind.WILD:
         item.wild_count += 1
@@ -297,13 +303,13 @@ def _failed(state: RunState, e: ItemFailed) -> None:
     item.suspension_reason = e.error if e.suspension else ""
     if e.decision == "retry":
         _set_status(state, item, ItemStatus.PENDING)
-        item.retry_at = e.retry_at
+        _set_retry(state, item, e.retry_at)
         if e.suspension is None and e.retry_at is not None and e.error_type != INTERRUPTED:
             item.suspension = SuspensionKind.NEAR
             item.suspension_reason = "waiting to retry"
     elif e.decision == "pause":
         _set_status(state, item, ItemStatus.PENDING)
-        item.retry_at = None
+        _set_retry(state, item, None)
     else:
         _set_status(state, item, ItemStatus.FAILED)
 
@@ -365,6 +371,7 @@ def _resumed(state: RunState, e: RunResumed) -> None:
     state.pattern_type = ""
     state.affected_components = []
     state.resumed_seq = e.seq
+    state.index.failing.clear()  # every failure so far is older than this resume
     if e.agent:
         state.agent = e.agent
         state.agent_options = dict(e.agent_options)
@@ -374,7 +381,7 @@ def _resumed(state: RunState, e: RunResumed) -> None:
             continue  # verified work is never discarded
         _set_status(state, item, ItemStatus.PENDING)
         item.poisoned_by = None
-        item.retry_at = None
+        _set_retry(state, item, None)
         item.suspension = None
         item.suspension_reason = ""
         item.transient_failures = item.rejections = item.wild_count = 0

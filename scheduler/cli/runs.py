@@ -123,7 +123,7 @@ def status(
     """Show a run's state, rebuilt from its audit log."""
     with user_errors():
         state, warnings = commands.read_status(project_dir=project)
-        problems = commands.state_json_problems(project_dir=project)
+        problems = commands.status_problems(project_dir=project, state=state)
     driven = is_driven(ProjectDir(project).audit_path)
     if as_json:
         print_json(

@@ -32,6 +32,7 @@ from scheduler.commands.runs import (
     run_plan,
     run_tree,
     state_json_problems,
+    status_problems,
 )
 from scheduler.commands.supervisor import supervise
 from scheduler.commands.validate import ValidationRun, validate_path
@@ -64,6 +65,7 @@ __all__ = [
     "run_plan",
     "run_tree",
     "state_json_problems",
+    "status_problems",
     "submit_batch",
     "supervise",
     "validate_path",

@@ -41,10 +41,16 @@ from scheduler.executors.celery import CeleryExecutor
 from scheduler.executors.local import LocalExecutor
 from scheduler.launch import load_state, start_run
 from scheduler.project import ProjectDir
-from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
+from scheduler.rebuild import (
+    disk_inconsistencies,
+    read_state_json,
+    rebuild_state,
+    validate_state_consistency,
+)
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.run import Listener, RunController
 from scheduler.settings import Settings, load_settings
+from scheduler.snapshot import read_snapshot
 from scheduler.state import RunState, RunStatus, phases_for
 
 
@@ -254,6 +260,19 @@ def read_status(*, project_dir: Path) -> tuple[RunState, list[str]]:
     project = ProjectDir(project_dir)
     check_run_dir(project)
     return load_state(project)
+
+
+def status_problems(*, project_dir: Path, state: RunState) -> list[str]:
+    """What ``pact status`` reports as inconsistent, for the ``state`` it shows.
+
+    An intact snapshot that marks a prefix of the log is consistent by construction
+    (the state shown is it plus the log's tail), so only the disk is checked; any
+    other state.json is compared with the whole log, as ``pact rebuild --dry-run`` does.
+    """
+    project = ProjectDir(project_dir)
+    if read_snapshot(project) is not None:
+        return disk_inconsistencies(state, project)
+    return state_json_problems(project_dir=project_dir)
 
 
 def state_json_problems(*, project_dir: Path) -> list[str]:

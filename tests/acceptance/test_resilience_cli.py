@@ -91,8 +91,8 @@ def test_rebuild_reproduces_state_and_reports_corruption(tmp_path: Path) -> None
     assert json.loads(state_path.read_bytes()) == json.loads(healthy)
 
     doc = json.loads(healthy)
-    doc["items"]["lexer/implement"]["status"] = "failed"
-    doc["usage"]["cost_usd"] = 123.0
+    doc["state"]["items"]["lexer/implement"]["status"] = "failed"
+    doc["state"]["usage"]["cost_usd"] = 123.0
     state_path.write_text(json.dumps(doc))
     (root / ".pact" / "implementations" / "parser" / "src" / "parser.py").unlink()
     res = pact("rebuild", str(root), "--dry-run")
