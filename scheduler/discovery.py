@@ -26,10 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pact_workers.artifacts import ArtifactStore
+from pact_workers.errors import VerificationError
 from pact_workers.models.contract import ComponentContract
-from pact_workers.models.work import ItemStatus, Phase
-from pact_workers.verify import CONTRACT_FILE
+from pact_workers.models.work import ErrorClass, ItemStatus, Phase, ResultMessage
+from pact_workers.probes import importable_from_probe
+from pact_workers.runner import REJECTED, TESTS_FAILED
+from pact_workers.verify import CONTRACT_FILE, verify_contract
 from scheduler.events import ContractChecked
+from scheduler.policy import DEPENDENCY_CYCLE
 from scheduler.state import RunState
 from scheduler.validation import (
     CheckInputs,
@@ -112,6 +116,52 @@ def check_new_contract(
         discovered=[d for d in check.internal if d not in known],
         external=check.external,
         error=rejection(check, waits_for) if check.errors else "",
+    )
+
+
+def judge_contract(
+    state: RunState,
+    store: ArtifactStore,
+    result: ResultMessage,
+    *,
+    source_tree: Path | None,
+    quality: QualityMode,
+) -> tuple[ContractChecked | None, ResultMessage | None, list[str], list[str]]:
+    """What the run loop does with a contract result: (the check to log, the failure
+    to apply instead of a success or None, new internal and external dependencies).
+
+    A contract that does not parse is rejected (retried with the reason); a cycle is
+    final; any other finding rejects the attempt with the findings as feedback, as
+    failing tests do.
+    """
+    try:
+        contract = verify_contract(store.get_bundle(result.output or ""), result.component_id)
+    except VerificationError as exc:
+        return None, _failure(result, REJECTED, str(exc)), [], []
+    verdict = check_new_contract(
+        state,
+        store,
+        contract,
+        attempt=result.attempt,
+        importable=importable_from_probe(contract, result.test_results),
+        source_tree=source_tree,
+        quality=quality,
+    )
+    if not verdict.error:
+        return verdict.event, None, verdict.discovered, verdict.external
+    error_type = DEPENDENCY_CYCLE if verdict.cycle else TESTS_FAILED
+    return verdict.event, _failure(result, error_type, verdict.error), [], []
+
+
+def _failure(result: ResultMessage, error_type: str, error: str) -> ResultMessage:
+    return result.model_copy(
+        update={
+            "outcome": "error",
+            "error_class": ErrorClass.PERMANENT,
+            "error_type": error_type,
+            "error": error,
+            "test_results": None,
+        }
     )
 
 

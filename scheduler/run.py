@@ -27,12 +27,8 @@ from pact_workers.models.work import (
     Phase,
     ResultMessage,
 )
-from pact_workers.probes import importable_from_probe
-from pact_workers.runner import REJECTED, TESTS_FAILED
-from pact_workers.verify import verify_contract
 from scheduler.attempts import new_attempt
-from scheduler.audit import AuditLog
-from scheduler.discovery import check_new_contract
+from scheduler.discovery import judge_contract
 from scheduler.estimates import prior_attempt_usd, within_budget
 from scheduler.events import (
     ArtifactsPromoted,
@@ -44,22 +40,17 @@ from scheduler.events import (
 )
 from scheduler.executors.base import Executor
 from scheduler.inputs import build_inputs
+from scheduler.journal import Listener, RunJournal
 from scheduler.launch import load_state
 from scheduler.leases import LeaseBook, interrupted, lease_failure
-from scheduler.policy import DEPENDENCY_CYCLE, STALLED, WORKER_LOST, decide
+from scheduler.policy import STALLED, WORKER_LOST, decide
 from scheduler.project import ProjectDir
 from scheduler.settings import Settings
-from scheduler.state import RunState, RunStatus, apply, item_key
+from scheduler.state import RunState, RunStatus, item_key
 from scheduler.verdicts import budget_stop, poison, run_end, systemic_pause
 from scheduler.wavefront import Key, WavefrontScheduler
 
 log = logging.getLogger(__name__)
-
-Listener = Callable[[Event, RunState], None]
-
-#: A snapshot (state.json) is written after this many events or seconds, and on close.
-SNAPSHOT_EVERY_EVENTS = 2000
-SNAPSHOT_EVERY_S = 10.0
 
 
 class RunController:
@@ -86,17 +77,12 @@ class RunController:
         self.settings = settings
         self.clock = clock
         self.sleep = sleep
-        self.listener = listener
         self.rng = rng or random.Random()
         self.poll_s = poll_s
         #: Set (by a signal handler) to stop between steps: the run is left interrupted.
         self.stop = stop
-        self.audit = AuditLog(project.audit_path, fence=fence)
-        #: What may only happen once the events of this step are on disk (group commit).
-        self._effects: list[Callable[[], None]] = []
-        self._snapshot_seq = 0
-        self._snapshot_at = 0.0
-        self.state = RunState()
+        #: The audit log, the state folded from it, and the effects waiting for it.
+        self.journal = RunJournal(project, clock=clock, listener=listener, fence=fence)
         self.scheduler: WavefrontScheduler | None = None
         #: What one attempt of each phase may cost before any has been seen (per run).
         self._prior_usd: dict[Phase, float] | None = None
@@ -132,51 +118,33 @@ class RunController:
     # The steps of ``drive``, public so that the scheduler service can interleave
     # many runs over one shared executor.
 
+    @property
+    def state(self) -> RunState:
+        return self.journal.state
+
     def open(self) -> None:
         """Take the run's lock, fold its log and recover from whatever stopped it."""
-        self.audit.open()
+        self.journal.open()
         try:
             self._recover()
             self.commit()
         except BaseException:
-            self.audit.close()
+            self.journal.close()
             raise
 
     def close(self) -> None:
-        """Write the final snapshot and release the run.
-
-        Events still staged were never acted on and are dropped (a step cut short by
-        an exception); the snapshot is then skipped too, since the state holds them.
-        """
-        try:
-            if not self.audit.staged:
-                self.snapshot()
-        finally:
-            self.audit.close()
+        """Write the final snapshot and release the run."""
+        self.journal.close()
 
     def commit(self) -> None:
         """Make the staged events durable (one fsync), then carry out their effects."""
-        self.audit.commit()
-        effects, self._effects = self._effects, []
-        for effect in effects:
-            effect()
+        self.journal.commit()
 
     def _after_commit(self, effect: Callable[[], None]) -> None:
-        self._effects.append(effect)
+        self.journal.after_commit(effect)
 
-    def snapshot(self, *, every: int = 0, every_s: float = 0.0) -> None:
-        """Write state.json when ``every`` events or ``every_s`` seconds have passed since
-        the last one (both 0: now). Only a state with nothing staged is written."""
-        if self.audit.staged:
-            return
-        due = self.state.last_seq - self._snapshot_seq >= every or (
-            every_s > 0 and self.clock() - self._snapshot_at >= every_s
-        )
-        if not due or (every and self.state.last_seq == self._snapshot_seq):
-            return
-        self.project.write_state(self.state)
-        self._snapshot_seq = self.state.last_seq
-        self._snapshot_at = self.clock()
+    def _log(self, event: Event) -> Event:
+        return self.journal.log(event)
 
     def stopping(self) -> bool:
         """True once asked to stop (e.g. Ctrl-C): the run stays interrupted, for resume."""
@@ -198,7 +166,7 @@ class RunController:
         if had_results and self.state.status is RunStatus.ACTIVE:
             self._detect_systemic()
         self.commit()
-        self.snapshot(every=SNAPSHOT_EVERY_EVENTS, every_s=SNAPSHOT_EVERY_S)
+        self.journal.snapshot_now_and_then()
 
     def settle(self) -> bool:
         """When nothing is in flight or waiting for a retry, end the run; True if it ended."""
@@ -212,7 +180,7 @@ class RunController:
         return True
 
     def _recover(self) -> None:
-        self.state, warnings = load_state(self.project)
+        self.journal.state, warnings = load_state(self.project)
         for warning in warnings:
             log.warning(warning)
         assert self.state.tree is not None  # load_state refuses a log without a run
@@ -249,14 +217,6 @@ class RunController:
                 )
             ):
                 self._promote(item.component_id, item.phase)
-
-    def _log(self, event: Event) -> Event:
-        """Stage ``event`` (durable at the next :meth:`commit`) and fold it in."""
-        stored = self.audit.stage(event)
-        apply(self.state, stored)
-        if self.listener is not None:
-            self.listener(stored, self.state)
-        return stored
 
     # -- dispatch ---------------------------------------------------------
 
@@ -399,41 +359,19 @@ class RunController:
     def _check_contract(self, result: ResultMessage) -> tuple[list[str], list[str]] | None:
         """Validate a new contract; (new internal, external dependencies) when it is
         accepted, None when the attempt was failed (with the findings as feedback)."""
-        try:
-            contract = verify_contract(
-                self.store.get_bundle(result.output or ""), result.component_id
-            )
-        except VerificationError as exc:
-            verdict_error, error_type = str(exc), REJECTED
-        else:
-            verdict = check_new_contract(
-                self.state,
-                self.store,
-                contract,
-                attempt=result.attempt,
-                importable=importable_from_probe(contract, result.test_results),
-                source_tree=self.project.root,
-                quality=self.settings.contract_quality,
-            )
-            self._log(verdict.event)
-            if not verdict.error:
-                return verdict.discovered, verdict.external
-            # A cycle is final; any other finding is retried with the findings as
-            # feedback, as failing tests are.
-            verdict_error = verdict.error
-            error_type = DEPENDENCY_CYCLE if verdict.cycle else TESTS_FAILED
-        self._fail(
-            result.model_copy(
-                update={
-                    "outcome": "error",
-                    "error_class": ErrorClass.PERMANENT,
-                    "error_type": error_type,
-                    "error": verdict_error,
-                    "test_results": None,
-                }
-            )
+        event, failure, discovered, external = judge_contract(
+            self.state,
+            self.store,
+            result,
+            source_tree=self.project.root,
+            quality=self.settings.contract_quality,
         )
-        return None
+        if event is not None:
+            self._log(event)
+        if failure is not None:
+            self._fail(failure)
+            return None
+        return discovered, external
 
     def _fail(self, result: ResultMessage) -> None:
         item = self.state.item(result.component_id, result.phase)

@@ -13,8 +13,8 @@ from pathlib import Path
 from pact_workers.errors import RunDirError
 from scheduler.commands.rundir import created_by
 from scheduler.commands.runs import run_tree
+from scheduler.journal import Listener
 from scheduler.project import ProjectDir
-from scheduler.run import Listener
 from scheduler.state import RunState
 
 EXAMPLE = "calculator"

@@ -39,6 +39,7 @@ from scheduler.commands.rundir import check_new_project_dir, check_run_dir, crea
 from scheduler.executors.base import Executor
 from scheduler.executors.celery import CeleryExecutor
 from scheduler.executors.local import LocalExecutor
+from scheduler.journal import Listener
 from scheduler.launch import load_state, start_run
 from scheduler.project import ProjectDir
 from scheduler.rebuild import (
@@ -48,7 +49,7 @@ from scheduler.rebuild import (
     validate_state_consistency,
 )
 from scheduler.resume import compute_resume_strategy, execute_resume
-from scheduler.run import Listener, RunController
+from scheduler.run import RunController
 from scheduler.settings import Settings, load_settings
 from scheduler.snapshot import read_snapshot
 from scheduler.state import RunState, RunStatus, phases_for

@@ -1,0 +1,98 @@
+"""The write-ahead side of a run: events staged and folded into the state, made
+durable together (group commit), the effects that wait for them, and snapshots.
+
+Rule: nothing outside the process (a task submitted, a result acknowledged, a file
+promoted into the project) happens before the event that decided it is on disk.
+So every decision is *staged* (folded into the in-memory state at once, since the
+next decision depends on it), its effect is queued, and :meth:`RunJournal.commit`
+writes and fsyncs the staged events once and only then carries out the effects.
+A crash before the commit loses decisions that nothing acted on yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scheduler.audit import AuditLog
+from scheduler.events import Event
+from scheduler.project import ProjectDir
+from scheduler.state import RunState, apply
+
+Listener = Callable[[Event, RunState], None]
+
+#: A snapshot (state.json) is written after this many events or seconds, and on close.
+SNAPSHOT_EVERY_EVENTS = 2000
+SNAPSHOT_EVERY_S = 10.0
+
+
+class RunJournal:
+    """One run's audit log as the run loop writes it; see the module docstring."""
+
+    def __init__(
+        self,
+        project: ProjectDir,
+        *,
+        clock: Callable[[], float],
+        listener: Listener | None = None,
+        fence: Callable[[], None] | None = None,
+    ) -> None:
+        self.project = project
+        self.clock = clock
+        self.listener = listener
+        self.audit = AuditLog(project.audit_path, fence=fence)
+        self.state = RunState()
+        self._effects: list[Callable[[], None]] = []
+        self._snapshot_seq = 0
+        self._snapshot_at = 0.0
+
+    def open(self) -> None:
+        """Take the run's lock (the caller then folds the log into :attr:`state`)."""
+        self.audit.open()
+
+    def log(self, event: Event) -> Event:
+        """Stage ``event`` (durable at the next :meth:`commit`) and fold it in."""
+        stored = self.audit.stage(event)
+        apply(self.state, stored)
+        if self.listener is not None:
+            self.listener(stored, self.state)
+        return stored
+
+    def after_commit(self, effect: Callable[[], None]) -> None:
+        """Run ``effect`` once the events staged so far are on disk."""
+        self._effects.append(effect)
+
+    def commit(self) -> None:
+        """Make the staged events durable (one fsync), then carry out their effects."""
+        self.audit.commit()
+        effects, self._effects = self._effects, []
+        for effect in effects:
+            effect()
+
+    def snapshot(self, *, every: int = 0, every_s: float = 0.0) -> None:
+        """Write state.json when ``every`` events or ``every_s`` seconds have passed since
+        the last one (both 0: now). Only a state with nothing staged is written."""
+        if self.audit.staged:
+            return
+        due = self.state.last_seq - self._snapshot_seq >= every or (
+            every_s > 0 and self.clock() - self._snapshot_at >= every_s
+        )
+        if not due or (every and self.state.last_seq == self._snapshot_seq):
+            return
+        self.project.write_state(self.state)
+        self._snapshot_seq = self.state.last_seq
+        self._snapshot_at = self.clock()
+
+    def snapshot_now_and_then(self) -> None:
+        self.snapshot(every=SNAPSHOT_EVERY_EVENTS, every_s=SNAPSHOT_EVERY_S)
+
+    def close(self) -> None:
+        """Write the final snapshot and release the run.
+
+        Events still staged were never acted on and are dropped (a step cut short by
+        an exception); the snapshot is then skipped too, since the state holds them.
+        """
+        try:
+            if not self.audit.staged:
+                self.snapshot()
+        finally:
+            self.audit.close()
