@@ -144,7 +144,10 @@ class RunController:
         self.journal.after_commit(effect)
 
     def _log(self, event: Event) -> Event:
-        return self.journal.log(event)
+        stored = self.journal.log(event)
+        if self.scheduler is not None:
+            self.scheduler.observe(stored, self.state)
+        return stored
 
     def stopping(self) -> bool:
         """True once asked to stop (e.g. Ctrl-C): the run stays interrupted, for resume."""
@@ -193,6 +196,7 @@ class RunController:
             ),
             mode=self.settings.scheduling,
         )
+        self.scheduler.sync(self.state)
         self.project.sweep_staging()
         in_flight = [(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()]
         if self.executor.survives_restart:

@@ -12,6 +12,12 @@ Dependency rules (DESIGN: phases and dependency rules):
 Ready items are returned critical-path first (longest chain of dependents),
 which is what keeps the makespan close to its lower bound. In-flight items are
 never returned again, and concurrency limits count running items.
+
+The graph is built once per run (:class:`WorkGraph`; edges that contracts declare
+are added as they come) and the ready set is kept incrementally by
+:class:`~scheduler.readiness.ReadyTracker`: the run loop tells the scheduler what
+each event changed (:meth:`WavefrontScheduler.observe`) and asking for the ready
+set costs O(ready items), not O(items).
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from enum import StrEnum
 from functools import cached_property
 
 from pact_workers.models.tree import DecompositionTree
-from pact_workers.models.work import IN_FLIGHT, ROLE_FOR_PHASE, ItemStatus, Phase
+from pact_workers.models.work import ItemStatus, Phase
+from scheduler.events import Event, ItemsPoisoned, ItemsSuspended, RunResumed
+from scheduler.readiness import PHASE_ORDER, ReadyTracker, material_change
 from scheduler.state import RunState, final_phase, item_key, phases_for
 
 Key = tuple[str, Phase]
@@ -33,12 +41,6 @@ class SchedulingMode(StrEnum):
     PHASED = "phased"
 
 
-#: Phase barriers for phase-locked scheduling, as Pact ran it: all contracts, then
-#: all tests, then all implementations, then the integrations (deepest first, which
-#: the dependency rules already impose). No item of a later phase starts before
-#: every item of the earlier phases is finished.
-PHASE_RANK = {Phase.CONTRACT: 0, Phase.TEST: 1, Phase.IMPLEMENT: 2, Phase.INTEGRATE: 3}
-
 #: Expected seconds per phase before any attempt has been observed: the stigmergy run
 #: took ~13 minutes per contract; the others are in proportion to their output size.
 #: Only the ratios matter: they weight the critical-path priority of ready items.
@@ -48,7 +50,6 @@ DEFAULT_PHASE_SECONDS = {
     Phase.IMPLEMENT: 900.0,
     Phase.INTEGRATE: 600.0,
 }
-PHASE_ORDER = {Phase.CONTRACT: 0, Phase.TEST: 1, Phase.IMPLEMENT: 2, Phase.INTEGRATE: 3}
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ class ComponentState:
 
 
 class WorkGraph:
-    """The static work-item graph of one tree plus its known dependencies."""
+    """The work-item graph of one tree plus its known dependencies; contracts may add
+    dependencies as they are written (:meth:`add_dependency`)."""
 
     def __init__(
         self, tree: DecompositionTree, dependencies: Mapping[str, Sequence[str]] | None = None
@@ -75,7 +77,8 @@ class WorkGraph:
             else {cid: tree.internal_dependencies(cid) for cid in tree.nodes}
         )
         self.dependencies = {
-            cid: [d for d in deps.get(cid, ()) if d in tree.nodes] for cid in tree.nodes
+            cid: list(dict.fromkeys(d for d in deps.get(cid, ()) if d in tree.nodes))
+            for cid in tree.nodes
         }
         self._ranks: dict[tuple[tuple[str, float], ...], dict[Key, float]] = {}
 
@@ -83,7 +86,14 @@ class WorkGraph:
     def keys(self) -> list[Key]:
         return [(cid, p) for cid in sorted(self.tree.nodes) for p in phases_for(self.tree, cid)]
 
+    @cached_property
+    def prerequisite_map(self) -> dict[Key, list[Key]]:
+        return {key: self._prerequisites(*key) for key in self.keys}
+
     def prerequisites(self, component_id: str, phase: Phase) -> list[Key]:
+        return self.prerequisite_map[(component_id, phase)]
+
+    def _prerequisites(self, component_id: str, phase: Phase) -> list[Key]:
         deps = self.dependencies[component_id]
         node = self.tree.nodes[component_id]
         if phase is Phase.CONTRACT:
@@ -98,10 +108,34 @@ class WorkGraph:
     @cached_property
     def dependents(self) -> dict[Key, list[Key]]:
         out: dict[Key, list[Key]] = {k: [] for k in self.keys}
-        for key in self.keys:
-            for pre in self.prerequisites(*key):
+        for key, pres in self.prerequisite_map.items():
+            for pre in pres:
                 out[pre].append(key)
         return out
+
+    def add_dependency(self, component_id: str, dependency: str) -> list[tuple[Key, Key]]:
+        """Make ``component_id`` depend on ``dependency``; returns the new edges as
+        (item, prerequisite) pairs (none when it already did, or is not in the tree)."""
+        nodes = self.tree.nodes
+        deps = self.dependencies[component_id]
+        if dependency == component_id or dependency not in nodes or dependency in deps:
+            return []
+        deps.append(dependency)
+        candidates = [
+            ((component_id, Phase.CONTRACT), (dependency, Phase.CONTRACT)),
+            (
+                (component_id, final_phase(self.tree, component_id)),
+                (dependency, final_phase(self.tree, dependency)),
+            ),
+        ]
+        added = []
+        for key, pre in candidates:
+            if pre not in self.prerequisite_map[key]:
+                self.prerequisite_map[key].append(pre)
+                self.dependents[pre].append(key)
+                added.append((key, pre))
+        self._ranks.clear()
+        return added
 
     def rank(self, phase_seconds: Mapping[Phase, float] | None = None) -> dict[Key, float]:
         """Upward rank: expected duration of the longest chain of items from each item
@@ -132,6 +166,20 @@ class WorkGraph:
         self._ranks[cache_key] = rank
         return rank
 
+    def raise_rank(
+        self, rank: dict[Key, float], edge: tuple[Key, Key], weights: Mapping[Phase, float]
+    ) -> None:
+        """Update ``rank`` in place for one new edge (item, prerequisite): the
+        prerequisite and what leads to it may now head a longer chain. O(affected)."""
+        key, pre = edge
+        todo = [(pre, weights[pre[1]] + rank.get(key, weights[key[1]]))]
+        while todo:
+            item, value = todo.pop()
+            if value <= rank.get(item, 0.0):
+                continue
+            rank[item] = value
+            todo.extend((p, weights[p[1]] + value) for p in self.prerequisite_map[item])
+
     def downstream(self, key: Key) -> list[Key]:
         """Every item that transitively waits on ``key`` (what a permanent failure poisons)."""
         seen: dict[Key, None] = {}
@@ -150,7 +198,9 @@ class WavefrontScheduler:
     Shaped like ``graphlib.TopologicalSorter``: :meth:`get_ready` hands out items
     and marks them in flight, :meth:`done` records completion, :meth:`is_active`
     says whether anything is left to do. :meth:`compute_ready_set` is the same
-    decision as a pure function of the tree and component states.
+    decision as a pure function of the tree and component states. A run loop keeps
+    it in step with its state through :meth:`sync` (once) and :meth:`observe` (per
+    event) and asks :meth:`ready_for_state`.
     """
 
     def __init__(
@@ -166,10 +216,23 @@ class WavefrontScheduler:
         self.max_concurrent_agents = max_concurrent_agents
         self.role_limits = dict(role_limits or {})
         self.mode = SchedulingMode(mode)
-        #: Expected seconds per phase that weight the priority; the run loop feeds in
-        #: the mean durations it observed, so the estimate improves as the run goes.
+        #: Expected seconds per phase the priorities are weighted with; the run loop
+        #: feeds in the mean durations it observed, and the priorities are computed
+        #: again only when those move materially.
         self.phase_seconds: dict[Phase, float] = {}
-        self._states: dict[str, dict[Phase, ItemStatus]] = {cid: {} for cid in tree.nodes}
+        self.tracker = self._new_tracker()
+
+    def _new_tracker(self) -> ReadyTracker:
+        tracker = ReadyTracker(
+            self.graph.keys,
+            self.graph.prerequisite_map,
+            self.graph.dependents,
+            phased=self.mode is SchedulingMode.PHASED,
+            max_concurrent=self.max_concurrent_agents,
+            role_limits=self.role_limits,
+        )
+        tracker.rank = self.graph.rank(self.phase_seconds)
+        return tracker
 
     # -- the seed's API -------------------------------------------------------
 
@@ -183,25 +246,22 @@ class WavefrontScheduler:
         """Return (component_id, phase) pairs ready to execute, critical path first."""
         if tree is not self.graph.tree:
             self.graph = WorkGraph(tree, self.graph.dependencies)
-        statuses = {
-            (cid, p): component_states.get(cid, ComponentState()).status(p)
-            for cid, p in self.graph.keys
-        }
-        not_before = {
-            (cid, p): t for cid, cs in component_states.items() for p, t in cs.not_before.items()
-        }
-        return [(c, p.value) for c, p in self._ready(statuses, not_before, now)]
+        tracker = self._new_tracker()
+        for cid, p in self.graph.keys:
+            cs = component_states.get(cid, ComponentState())
+            tracker.set_status((cid, p), cs.status(p), cs.not_before.get(p))
+        return [(c, p.value) for c, p in tracker.ready(now)]
 
     def advance(self, component_id: str, completed_phase: str, result: object = None) -> None:
         """Record a completed phase; downstream items may become ready."""
-        self._states[component_id][Phase(completed_phase)] = ItemStatus.DONE
+        self.tracker.set_status((component_id, Phase(completed_phase)), ItemStatus.DONE)
 
     # -- graphlib-style API over the scheduler's own bookkeeping ---------------
 
     def get_ready(self) -> list[tuple[str, Phase]]:
-        ready = self._ready(self._statuses(), {}, None)
-        for cid, phase in ready:
-            self._states[cid][phase] = ItemStatus.DISPATCHED
+        ready = self.tracker.ready(None)
+        for key in ready:
+            self.tracker.set_status(key, ItemStatus.DISPATCHED)
         return ready
 
     def done(self, component_id: str, phase: Phase | str) -> None:
@@ -210,97 +270,66 @@ class WavefrontScheduler:
     def fail(self, component_id: str, phase: Phase | str) -> list[Key]:
         """Fail an item permanently; return (and mark) the items it poisons."""
         key = (component_id, Phase(phase))
-        self._states[component_id][key[1]] = ItemStatus.FAILED
+        self.tracker.set_status(key, ItemStatus.FAILED)
         poisoned = self.graph.downstream(key)
-        for cid, p in poisoned:
-            self._states[cid][p] = ItemStatus.POISONED
+        for item in poisoned:
+            self.tracker.set_status(item, ItemStatus.POISONED)
         return poisoned
 
     def is_active(self) -> bool:
-        statuses = self._statuses()
-        return any(
-            s not in {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED}
-            for s in statuses.values()
-        )
+        return self.tracker.is_active()
 
-    def _statuses(self) -> dict[Key, ItemStatus]:
-        return {
-            (cid, p): self._states[cid].get(p, ItemStatus.PENDING) for cid, p in self.graph.keys
-        }
+    # -- in step with a run's state --------------------------------------------
 
-    # -- the decision itself ---------------------------------------------------
+    def sync(self, state: RunState) -> None:
+        """Take every item's status (and the dependencies contracts declared) from a
+        folded state: O(items), once, when a run is opened."""
+        for cid, deps in state.dependencies.items():
+            for dep in deps:
+                self.graph.add_dependency(cid, dep)
+        self.phase_seconds = state.index.mean_seconds()
+        self.tracker = self._new_tracker()
+        for item in state.items.values():
+            self._take(state, item.component_id, item.phase)
+
+    def observe(self, event: Event, state: RunState) -> None:
+        """What ``event`` (already folded into ``state``) changed: O(what it touched)."""
+        cid = getattr(event, "component_id", None)
+        phase = getattr(event, "phase", None)
+        if cid is not None:
+            for dep in state.dependencies.get(cid, ()):
+                for edge in self.graph.add_dependency(cid, dep):
+                    self.tracker.add_dependency(*edge)
+                    self.graph.raise_rank(self.tracker.rank, edge, self._weights())
+            if phase is not None:
+                self._take(state, cid, phase)
+        if isinstance(event, ItemsPoisoned | ItemsSuspended):
+            for item_cid, item_phase in event.items:
+                self._take(state, item_cid, item_phase)
+        elif isinstance(event, RunResumed):
+            for item_cid, item_phase in event.reset_items:
+                self._take(state, item_cid, item_phase)
+
+    def _take(self, state: RunState, component_id: str, phase: Phase) -> None:
+        item = state.items[item_key(component_id, phase)]
+        retry_at = item.retry_at if item.status is ItemStatus.PENDING else None
+        self.tracker.set_status((component_id, phase), item.status, retry_at)
+
+    def _weights(self) -> dict[Phase, float]:
+        return {**DEFAULT_PHASE_SECONDS, **self.phase_seconds}
 
     def ready_for_state(self, state: RunState, *, now: float) -> list[Key]:
-        """The ready set for a folded :class:`RunState` (what the run loop calls)."""
-        if state.dependencies != self.graph.dependencies:
-            self.graph = WorkGraph(self.graph.tree, state.dependencies)
-        self.phase_seconds = observed_phase_seconds(state)
-        statuses = {(i.component_id, i.phase): i.status for i in state.items.values()}
-        not_before = {
-            (i.component_id, i.phase): i.retry_at
-            for i in state.items.values()
-            if i.retry_at is not None
-        }
-        return self._ready(statuses, not_before, now)
-
-    def _ready(
-        self,
-        statuses: Mapping[Key, ItemStatus],
-        not_before: Mapping[Key, float],
-        now: float | None,
-    ) -> list[Key]:
-        open_rank = self._lowest_open_rank(statuses) if self.mode is SchedulingMode.PHASED else None
-        candidates = []
-        for key in self.graph.keys:
-            if statuses.get(key, ItemStatus.PENDING) not in {ItemStatus.PENDING, ItemStatus.READY}:
-                continue
-            if now is not None and not_before.get(key, 0.0) > now:
-                continue
-            if open_rank is not None and PHASE_RANK[key[1]] > open_rank:
-                continue
-            if all(statuses.get(pre) is ItemStatus.DONE for pre in self.graph.prerequisites(*key)):
-                candidates.append(key)
-        rank = self.graph.rank(self.phase_seconds)
-        candidates.sort(key=lambda k: (-rank[k], PHASE_ORDER[k[1]], k[0]))
-        return self._limit(candidates, statuses)
-
-    def _limit(self, candidates: list[Key], statuses: Mapping[Key, ItemStatus]) -> list[Key]:
-        running = [k for k, s in statuses.items() if s in IN_FLIGHT]
-        per_role: dict[str, int] = {}
-        for _, phase in running:
-            role = ROLE_FOR_PHASE[phase].value
-            per_role[role] = per_role.get(role, 0) + 1
-        free = (
-            None
-            if self.max_concurrent_agents is None
-            else self.max_concurrent_agents - len(running)
-        )
-        chosen: list[Key] = []
-        for key in candidates:
-            if free is not None and len(chosen) >= free:
-                break
-            role = ROLE_FOR_PHASE[key[1]].value
-            limit = self.role_limits.get(role)
-            if limit is not None and per_role.get(role, 0) >= limit:
-                continue
-            per_role[role] = per_role.get(role, 0) + 1
-            chosen.append(key)
-        return chosen
-
-    @staticmethod
-    def _lowest_open_rank(statuses: Mapping[Key, ItemStatus]) -> int:
-        finished = {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED, ItemStatus.CANCELLED}
-        open_ranks = [PHASE_RANK[p] for (_, p), s in statuses.items() if s not in finished]
-        return min(open_ranks, default=max(PHASE_RANK.values()))
+        """The ready set of a state this scheduler was kept in step with."""
+        observed = state.index.mean_seconds()
+        if material_change(self.phase_seconds, observed):
+            self.phase_seconds = observed
+            self.tracker.rank = self.graph.rank(observed)
+        return self.tracker.ready(now)
 
 
 def observed_phase_seconds(state: RunState) -> dict[Phase, float]:
     """Mean duration of the finished attempts of each phase (phases with none are left out)."""
-    totals: dict[Phase, list[float]] = {}
-    for item in state.items.values():
-        if item.status is ItemStatus.DONE and item.duration_s > 0:
-            totals.setdefault(item.phase, []).append(item.duration_s)
-    return {phase: sum(v) / len(v) for phase, v in totals.items()}
+    return state.index.mean_seconds()
 
 
 def keys_of(items: Iterable[Key]) -> list[str]:
