@@ -5,6 +5,11 @@ fetch the inputs from the artifact store, run the agent, verify its output
 with the harness, store the output and return one :class:`ResultMessage`.
 It never raises: every failure becomes a classified error result, so no
 attempt is ever lost.
+
+A task that carries a hit of the action cache (``task.cached``) skips the agent: the
+harness verifies the cached result exactly as it would the agent's answer (unless the
+run trusts its cache), and when it rejects it (or its files are gone) the attempt goes
+on as any other, with the agent.
 """
 
 from __future__ import annotations
@@ -68,6 +73,12 @@ def execute_task(
     files: Bundle | None = None
     try:
         inputs = {name: store.get_bundle(d) for name, d in task.inputs.items()}
+        if task.cached is not None:
+            served, cached_results = _serve_cached(
+                task, sandbox=sandbox, store=store, progress=progress
+            )
+            if served:
+                return result(outcome="ok", output=task.cached.output, test_results=cached_results)
         progress("agent")
         output = agent.produce(
             AgentRequest(
@@ -112,6 +123,39 @@ def execute_task(
             outcome="error", error_class=cls, error_type=type(exc).__name__, error=message
         )
     return result(outcome="ok", output=digest, test_results=test_results)
+
+
+def _serve_cached(
+    task: TaskMessage,
+    *,
+    sandbox: Sandbox,
+    store: ArtifactStore,
+    progress: Callable[[str], None],
+) -> tuple[bool, TestResults | None]:
+    """Check the cached result of ``task`` as the agent's answer would be checked (only
+    that its files are there when the run trusts its cache): (True, what the harness
+    measured) when it is accepted; (False, None) when it is not, and the agent is asked.
+
+    Raises:
+        Whatever the harness raises besides a rejection (an unavailable sandbox...):
+        the attempt fails with it, as it would have after an agent call.
+    """
+    assert task.cached is not None
+    try:
+        if not task.cached.verify:
+            store.get_manifest(task.cached.output)
+            return True, None
+        files = store.get_bundle(task.cached.output)
+        progress("verify")
+        return True, _verify(task, files, sandbox=sandbox, store=store)
+    except (_TestsFailed, VerificationError, ArtifactError) as exc:
+        log.warning(
+            "attempt %s: the harness rejected the cached result %s (%s); asking the agent",
+            task.idempotency_key,
+            task.cached.output,
+            exc,
+        )
+        return False, None
 
 
 def _previous_outputs(task: TaskMessage, store: ArtifactStore) -> dict[int, Bundle]:

@@ -6,8 +6,8 @@ exactly what a worker receives.
 
 from __future__ import annotations
 
-from pact_workers.models.work import ROLE_FOR_PHASE, Phase, TaskMessage
-from scheduler.events import ItemDispatched
+from pact_workers.models.work import ROLE_FOR_PHASE, CachedOutput, Phase, TaskMessage
+from scheduler.events import CachedResult, ItemDispatched
 from scheduler.settings import Settings
 from scheduler.state import RunState
 
@@ -20,8 +20,14 @@ def new_attempt(
     *,
     inputs: dict[str, str],
     verify_inputs: dict[str, str],
+    action_key: str = "",
+    cached: CachedResult | None = None,
 ) -> tuple[ItemDispatched, TaskMessage]:
-    """The next attempt of ``(component_id, phase)``, with the earlier failures as feedback."""
+    """The next attempt of ``(component_id, phase)``, with the earlier failures as feedback.
+
+    ``cached``: a hit of the action cache (its key ``action_key``) that the worker
+    serves instead of asking the agent.
+    """
     item = state.item(component_id, phase)
     attempt = item.attempt + 1
     role = ROLE_FOR_PHASE[phase].value
@@ -36,6 +42,8 @@ def new_attempt(
         verify_inputs=verify_inputs,
         feedback=feedback,
         timeout_s=timeout_s,
+        action_key=action_key,
+        cached=cached,
     )
     task = TaskMessage(
         run_id=state.run_id,
@@ -50,5 +58,10 @@ def new_attempt(
         agent=state.agent or "replay",
         agent_options=state.agent_options,
         sandbox=state.sandbox or "local",
+        cached=(
+            CachedOutput(output=cached.output, verify=not cached.trusted)
+            if cached is not None
+            else None
+        ),
     )
     return event, task

@@ -53,6 +53,24 @@ class RunStarted(_Event):
     sandbox: str = ""
 
 
+class CachedResult(BaseModel):
+    """A verified result of the action cache that an attempt serves instead of asking
+    the agent (``scheduler.cache``): what it is, where it came from, what it saves."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Digest of the cached result's bundle (copied into the run's artifact store).
+    output: str
+    #: ``cache: trust``: the harness does not verify it again.
+    trusted: bool = False
+    #: The run that recorded it, and what producing it cost there.
+    source_run: str = ""
+    saved: Usage = Field(default_factory=Usage)
+    saved_s: float = 0.0
+    #: What the harness measured when it was recorded (kept for ``trust`` only).
+    test_results: TestResults | None = None
+
+
 class ItemDispatched(_ItemEvent):
     type: Literal["item_dispatched"] = "item_dispatched"
     role: str
@@ -60,6 +78,10 @@ class ItemDispatched(_ItemEvent):
     verify_inputs: dict[str, str] = Field(default_factory=dict)
     feedback: list[FailureNote] = Field(default_factory=list)
     timeout_s: float = 0.0
+    #: The item's action key (empty when the run does not use the action cache).
+    action_key: str = ""
+    #: A cache hit this attempt serves instead of an agent call (None: the agent).
+    cached: CachedResult | None = None
 
 
 class ItemSucceeded(_ItemEvent):
@@ -155,6 +177,64 @@ class ContractChecked(_ItemEvent):
     waits_for: list[str] = Field(default_factory=list)
 
 
+class CacheHit(_ItemEvent):
+    """The attempt's cached result was accepted (verified again, or trusted): no agent
+    was called, and what producing it cost elsewhere was saved. Logged just before the
+    item's ``item_succeeded``."""
+
+    type: Literal["cache_hit"] = "cache_hit"
+    action_key: str
+    output: str
+    source_run: str = ""
+    saved: Usage = Field(default_factory=Usage)
+    saved_s: float = 0.0
+    trusted: bool = False
+    #: How long verifying the cached result took (0 when trusted).
+    verify_s: float = 0.0
+
+    @classmethod
+    def from_result(cls, result: ResultMessage, key: str, hit: CachedResult) -> CacheHit:
+        return cls(
+            component_id=result.component_id,
+            phase=result.phase,
+            attempt=result.attempt,
+            action_key=key,
+            output=hit.output,
+            source_run=hit.source_run,
+            saved=hit.saved,
+            saved_s=hit.saved_s,
+            trusted=hit.trusted,
+            verify_s=0.0 if hit.trusted else result.duration_s,
+        )
+
+
+class CacheDropped(_ItemEvent):
+    """The attempt's cached result was not accepted: the harness (on the worker, or the
+    contract checks here) rejected it. The action cache is not asked again for this item
+    in this run. ``redispatch``: the item goes back to pending, to be dispatched to the
+    agent (when the worker had already asked the agent itself, its answer follows)."""
+
+    type: Literal["cache_dropped"] = "cache_dropped"
+    action_key: str
+    output: str
+    reason: str
+    redispatch: bool = False
+
+    @classmethod
+    def from_result(
+        cls, result: ResultMessage, key: str, hit: CachedResult, reason: str, *, redispatch: bool
+    ) -> CacheDropped:
+        return cls(
+            component_id=result.component_id,
+            phase=result.phase,
+            attempt=result.attempt,
+            action_key=key,
+            output=hit.output,
+            reason=reason,
+            redispatch=redispatch,
+        )
+
+
 class ItemsSuspended(_Event):
     """Items that cannot be dispatched until a human acts (e.g. the budget is spent)."""
 
@@ -230,6 +310,8 @@ Event = Annotated[
     | ItemSucceeded
     | ItemFailed
     | ContractChecked
+    | CacheHit
+    | CacheDropped
     | ItemsPoisoned
     | ItemsSuspended
     | ArtifactsPromoted

@@ -28,10 +28,13 @@ from pact_workers.models.work import (
     ResultMessage,
 )
 from scheduler.attempts import new_attempt
+from scheduler.cache import ActionCache, RunCache
 from scheduler.discovery import judge_contract
 from scheduler.estimates import prior_attempt_usd, within_budget
 from scheduler.events import (
     ArtifactsPromoted,
+    CacheDropped,
+    CacheHit,
     Event,
     ItemFailed,
     ItemSucceeded,
@@ -70,6 +73,7 @@ class RunController:
         poll_s: float = 0.5,
         stop: threading.Event | None = None,
         fence: Callable[[], None] | None = None,
+        cache: ActionCache | None = None,
     ) -> None:
         self.project = project
         self.executor = executor
@@ -88,6 +92,8 @@ class RunController:
         self._prior_usd: dict[Phase, float] | None = None
         #: The lease of every in-flight attempt, renewed by worker activity.
         self.leases = LeaseBook(self.clock)
+        #: The action cache (None: not used); pact.yaml's ``cache:`` says how.
+        self.cache = RunCache(cache, settings.cache) if cache is not None else None
 
     # -- lifecycle --------------------------------------------------------
 
@@ -260,6 +266,19 @@ class RunController:
         except (VerificationError, PactError) as exc:
             self._fail_without_attempt(component_id, phase, attempt, str(exc))
             return
+        action_key, cached = (
+            self.cache.look_up(
+                self.state,
+                self.store,
+                component_id,
+                phase,
+                inputs=inputs,
+                verify_inputs=verify_inputs,
+                environment=self.settings.environment,
+            )
+            if self.cache is not None
+            else ("", None)
+        )
         event, task = new_attempt(
             self.state,
             self.settings,
@@ -267,6 +286,8 @@ class RunController:
             phase,
             inputs=inputs,
             verify_inputs=verify_inputs,
+            action_key=action_key,
+            cached=cached,
         )
         self._log(event)
         self.leases.grant((component_id, phase, attempt))
@@ -344,21 +365,57 @@ class RunController:
             self._fail(result)
 
     def _succeed(self, result: ResultMessage) -> None:
+        item = self.state.item(result.component_id, result.phase)
+        key, hit = item.action_key, item.cached
+        served = hit is not None and result.output == hit.output
+        if hit is not None and not served:
+            reason = "the harness rejected the cached result; the worker asked the agent"
+            self._log(CacheDropped.from_result(result, key, hit, reason, redispatch=False))
+        if hit is not None and served and hit.trusted:
+            result = result.model_copy(update={"test_results": hit.test_results})
+        measured = result.test_results
         discovered: list[str] = []
         external: list[str] = []
         if result.phase is Phase.CONTRACT:
-            checked = self._check_contract(result)
-            if checked is None:
-                return
-            discovered, external = checked
+            if hit is not None and served:
+                # A cached contract is checked against this run like any other; one it
+                # rejects is dropped and the agent is asked (no attempt of its is spent).
+                event, failure, discovered, external = judge_contract(
+                    self.state,
+                    self.store,
+                    result,
+                    source_tree=self.project.root,
+                    quality=self.settings.contract_quality,
+                )
+                if event is not None:
+                    self._log(event)
+                if failure is not None:
+                    self._log(
+                        CacheDropped.from_result(result, key, hit, failure.error, redispatch=True)
+                    )
+                    return
+            else:
+                checked = self._check_contract(result)
+                if checked is None:
+                    return
+                discovered, external = checked
             # A contract's test results are the harness's import probe, read above.
             result = result.model_copy(update={"test_results": None})
+        if hit is not None and served:
+            self._log(CacheHit.from_result(result, key, hit))
+            # A hit took no agent's time: it must not teach the priorities a phase's length.
+            result = result.model_copy(update={"duration_s": 0.0})
         files = sorted(self.store.get_manifest(result.output or ""))
         self._log(
             ItemSucceeded.from_result(result, files=files, discovered=discovered, external=external)
         )
         # Promotion writes into the project: only once the success is on disk.
         self._after_commit(lambda: self._promote(result.component_id, result.phase))
+        if self.cache is not None and key and not served:
+            # Only a result the harness accepted, once its success is on disk.
+            cache = self.cache
+            entry = cache.entry(self.state, result, key=key, files=files, test_results=measured)
+            self._after_commit(lambda: cache.record(entry, self.store))
 
     def _check_contract(self, result: ResultMessage) -> tuple[list[str], list[str]] | None:
         """Validate a new contract; (new internal, external dependencies) when it is

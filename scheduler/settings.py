@@ -18,6 +18,7 @@ from pact_workers.errors import SettingsError
 from pact_workers.models.environment import EnvironmentSpec
 from pact_workers.models.tree import given, read_input_file
 from scheduler.budget import BudgetSettings
+from scheduler.cache.base import CacheMode
 from scheduler.timeouts import ImpatienceLevel, TimeoutConfig
 from scheduler.validation.findings import QualityMode
 from scheduler.wavefront import SchedulingMode
@@ -70,6 +71,11 @@ class Settings(BaseModel):
     #: What a contract-quality finding (vague wording, side effects) does: ``warn``
     #: records and shows it; ``block`` rejects the contract attempt with it as feedback.
     contract_quality: QualityMode = QualityMode.WARN
+    #: The action cache (``scheduler.cache``): ``verify`` serves an identical work item's
+    #: verified result instead of calling the agent and verifies it again, ``trust``
+    #: does not verify it again, ``off`` neither reads nor writes the cache. Unset:
+    #: ``verify``, except for the replay and noop agents (``off``).
+    cache: CacheMode | None = None
 
     @property
     def timeouts(self) -> TimeoutConfig:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from pact_workers.models.testing import TestResults
 from pact_workers.models.tree import DecompositionTree
 from pact_workers.models.work import (
+    IN_FLIGHT,
     ErrorClass,
     FailureNote,
     ItemStatus,
@@ -25,6 +26,9 @@ from pact_workers.models.work import (
 )
 from scheduler.events import (
     ArtifactsPromoted,
+    CachedResult,
+    CacheDropped,
+    CacheHit,
     ContractChecked,
     Event,
     ItemDispatched,
@@ -93,6 +97,15 @@ class ItemState(BaseModel):
     #: How long the successful attempt took (what the scheduler's priorities learn from).
     duration_s: float = 0.0
     promoted: bool = False
+    #: The action key of the current attempt (empty: the run does not use the cache).
+    action_key: str = ""
+    #: The cache hit the current attempt serves (None: the agent is asked).
+    cached: CachedResult | None = None
+    #: What became of the item's cache hit: ``hit`` (served) or ``dropped`` (not
+    #: accepted; the cache is not asked again for this item in this run).
+    cache: Literal["", "hit", "dropped"] = ""
+    #: What the hit saved: what producing the result cost in the run that recorded it.
+    saved: Usage = Field(default_factory=Usage)
     #: ``seq`` of the last event that changed this item, and of its last failure.
     updated_seq: int = 0
     failed_seq: int = 0
@@ -250,6 +263,8 @@ def _dispatched(state: RunState, e: ItemDispatched) -> None:
     _set_retry(state, item, None)
     item.suspension = None
     item.suspension_reason = ""
+    item.action_key = e.action_key
+    item.cached = e.cached
 
 
 def _succeeded(state: RunState, e: ItemSucceeded) -> None:
@@ -257,6 +272,7 @@ def _succeeded(state: RunState, e: ItemSucceeded) -> None:
     _set_status(state, item, ItemStatus.DONE)
     state.index.finished_attempts[e.phase] += 1
     item.output = e.output
+    item.cached = None
     item.files = list(e.files)
     item.test_results = e.test_results
     item.duration_s = e.duration_s
@@ -273,6 +289,12 @@ def _succeeded(state: RunState, e: ItemSucceeded) -> None:
 
 def _failed(state: RunState, e: ItemFailed) -> None:
     item = state.item(e.component_id, e.phase)
+    if item.cached is not None and e.attempt == item.attempt:
+        # The worker asked the agent after the harness rejected the cached result (a
+        # permanent failure is the agent's); a transient one says nothing about it.
+        if e.error_class is ErrorClass.PERMANENT:
+            item.cache = "dropped"
+        item.cached = None
     item.last_error = e.error
     item.last_error_class = e.error_class
     item.last_error_type = e.error_type
@@ -327,6 +349,24 @@ def _contract_checked(state: RunState, e: ContractChecked) -> None:
     if e.waits_for:
         known = state.dependencies.setdefault(e.component_id, [])
         known.extend(d for d in e.waits_for if d not in known)
+
+
+def _cache_hit(state: RunState, e: CacheHit) -> None:
+    item = state.item(e.component_id, e.phase)
+    item.cache = "hit"
+    item.saved = e.saved
+
+
+def _cache_dropped(state: RunState, e: CacheDropped) -> None:
+    item = state.item(e.component_id, e.phase)
+    item.cache = "dropped"
+    if item.attempt != e.attempt:
+        return
+    item.cached = None
+    if e.redispatch and item.status in IN_FLIGHT:
+        _set_status(state, item, ItemStatus.PENDING)
+        _set_retry(state, item, None)
+        state.index.finished_attempts[e.phase] += 1
 
 
 def _poisoned(state: RunState, e: ItemsPoisoned) -> None:
@@ -408,6 +448,8 @@ _APPLY: dict[type, Callable[[RunState, Any], None]] = {
     ItemSucceeded: _succeeded,
     ItemFailed: _failed,
     ContractChecked: _contract_checked,
+    CacheHit: _cache_hit,
+    CacheDropped: _cache_dropped,
     ItemsPoisoned: _poisoned,
     ItemsSuspended: _suspended,
     ArtifactsPromoted: _promoted,

@@ -35,6 +35,22 @@ def shared_data(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_shared_action_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Runs of the tests (in process or in subprocesses) never use the user's action
+    cache: each session has one of its own, and each test (below) one of its own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PACT_CACHE_DIR", str(tmp_path_factory.mktemp("action-cache")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_action_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PACT_CACHE_DIR", str(tmp_path_factory.mktemp("action-cache")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def example() -> Iterator[Path]:
     with example_dir() as path:

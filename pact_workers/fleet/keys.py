@@ -8,6 +8,12 @@ Ours (prefix ``pact:``)::
 
     pact:artifact:sha256:<hex>          string  no TTL          worker, scheduler -> both
         One blob of the artifact store (its bytes), content-addressed, written SET NX.
+    pact:cache:sha256:<hex>             string  30 days, renewed by each hit
+                                                                scheduler -> scheduler (any run)
+        The action cache: one entry per action key (JSON: the verified result's bundle
+        digest, what producing it cost, the run that recorded it), written only once
+        the run's log holds the success; its files are ``pact:artifact:`` blobs. See
+        ``scheduler.cache``.
     pact:results                        stream  no TTL, MAXLEN ~100 000
                                                                 worker -> scheduler service
         Result messages (field ``result`` = ResultMessage JSON); consumer group
@@ -39,8 +45,9 @@ Ours (prefix ``pact:``)::
 ``<run>`` is a run id (hex), ``<comp>`` a component id (a Python identifier),
 ``<phase>`` a :class:`~pact_workers.models.work.Phase` value (``contract``, ``test``,
 ``implement``, ``integrate``) and ``<n>`` an attempt number (>= 1): none of them can
-contain ``:``, so every key splits back into its parts. The artifact digest is the
-one part with a ``:`` in it (``sha256:<hex>``); it is always the last part.
+contain ``:``, so every key splits back into its parts. The artifact digest and the
+action key are the parts with a ``:`` in them (``sha256:<hex>``); each is always the
+last part.
 
 Celery's, on the broker database (not ours: never edit them by hand)::
 
@@ -90,11 +97,18 @@ SERVICE_LOCK = "pact:service:lock"
 #: than any run, short enough that finished runs clean up after themselves.
 CURRENT_ATTEMPT_TTL_S = 7 * 24 * 3600
 DONE_TTL_S = 7 * 24 * 3600
+#: Time to live of an action cache entry, renewed by every hit.
+ACTION_CACHE_TTL_S = 30 * 24 * 3600
 
 
 def artifact(digest: str) -> str:
     """The key of one artifact blob, e.g. ``pact:artifact:sha256:<hex>``."""
     return f"pact:artifact:{digest}"
+
+
+def action(key: str) -> str:
+    """The action cache entry of one action key, e.g. ``pact:cache:sha256:<hex>``."""
+    return f"pact:cache:{key}"
 
 
 def run_results(run_id: str) -> str:

@@ -129,6 +129,18 @@ class FailureNote(BaseModel):
     output: str | None = None
 
 
+class CachedOutput(BaseModel):
+    """An action-cache hit a worker serves instead of calling the agent."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Digest of the cached result's bundle, in the artifact store.
+    output: str
+    #: Verify it as the agent's answer would be (``cache: verify``); False
+    #: (``cache: trust``): return it as it is.
+    verify: bool = True
+
+
 class TaskMessage(BaseModel):
     """What a worker needs to execute one attempt of one work item."""
 
@@ -151,6 +163,9 @@ class TaskMessage(BaseModel):
     sandbox: str = "local"
     #: The Redis stream the result goes to (fleet only; empty in-process).
     reply_to: str = ""
+    #: A verified result from the action cache: the worker skips the agent and runs
+    #: the harness on it; when the harness rejects it, the worker asks the agent.
+    cached: CachedOutput | None = None
 
     @property
     def item(self) -> WorkItem:

@@ -10,6 +10,7 @@ import typer
 from pact_workers.agents.factory import AGENTS
 from scheduler import commands
 from scheduler.audit import is_driven
+from scheduler.cache import cache_report
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
 from scheduler.cli.interrupt import interruptible
 from scheduler.cli.views import (
@@ -146,6 +147,7 @@ def status(
                 "validation": {
                     cid: check.model_dump(mode="json") for cid, check in state.validation.items()
                 },
+                "cache": cache_report(state).to_json(),
                 "warnings": [*warnings, *([NOOP_NOTE] if state.agent == "noop" else [])],
             }
         )

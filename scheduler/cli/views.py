@@ -20,6 +20,7 @@ from rich.text import Text
 from pact_workers.errors import InputError
 from pact_workers.models.work import ItemStatus
 from scheduler.budget import PhaseBudget, format_usd
+from scheduler.cache import cache_report
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, err, out, say
 from scheduler.commands.agents import NOOP_NOTE
 from scheduler.events import Event, ItemDispatched, ItemFailed
@@ -164,6 +165,11 @@ def print_summary(state: RunState, project_dir: Path, *, driven: bool | None = N
     for col in ("component", "contract", "test", "implement/integrate", "attempts", "tests"):
         table.add_column(col)
     table.add_column("cost", justify="right")
+    cache = cache_report(state)
+    cached = bool(cache.hits or cache.dropped)
+    if cached:  # only runs the action cache served show its columns
+        table.add_column("cache")
+        table.add_column("saved", justify="right")
     rows = summary_rows(state)
     # With many components, the ones that need attention first.
     shown = (
@@ -178,6 +184,7 @@ def print_summary(state: RunState, project_dir: Path, *, driven: bool | None = N
             "/".join(str(a) for a in row["attempts"].values()),
             row["tests"],
             format_usd(row["cost_usd"]),
+            *(_cache_cells(state, row["component_id"], row["phases"]) if cached else ()),
         )
     out.print(table)
     if len(rows) > len(shown):
@@ -191,6 +198,13 @@ def print_summary(state: RunState, project_dir: Path, *, driven: bool | None = N
         f"total: {format_usd(usage.cost_usd)}, {usage.input_tokens + usage.output_tokens} "
         f"tokens; audit log: {project_dir / '.pact' / 'audit.jsonl'}"
     )
+    if cached:
+        say(
+            f"{cache.hits} items served from the action cache ({cache.mode.value}): "
+            f"{cache.hits} agent calls, {format_usd(cache.saved_usd)} and "
+            f"{cache.saved_tokens} tokens saved; {cache.dropped} cached results dropped",
+            label="cache",
+        )
     if state.agent == "noop":
         say(NOOP_NOTE, label="note")
     if state.status is RunStatus.FAILED:
@@ -207,6 +221,15 @@ def print_summary(state: RunState, project_dir: Path, *, driven: bool | None = N
             f"no pact process is driving this run; continue it with `pact resume {project_dir}`",
             label="interrupted",
         )
+
+
+def _cache_cells(state: RunState, component_id: str, phases: Iterable[str]) -> tuple[str, str]:
+    """A component's row in the cache columns: per phase ``hit``, ``dropped`` or ``-``,
+    and what its hits saved."""
+    items = [state.item(component_id, phase) for phase in phases]
+    marks = "/".join(item.cache or "-" for item in items)
+    saved = sum(item.saved.cost_usd for item in items if item.cache == "hit")
+    return marks, format_usd(saved)
 
 
 def exit_for(state: RunState) -> int:

@@ -9,6 +9,7 @@ own (``pact run --dry-run``).
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import threading
@@ -25,6 +26,13 @@ from pact_workers.fleet.tiered import TieredBlobStore
 from pact_workers.models.tree import DecompositionTree, load_tree
 from pact_workers.sandbox.base import Sandbox
 from scheduler.audit import AuditLog
+from scheduler.cache import (
+    ActionCache,
+    CacheMode,
+    RedisActionCache,
+    effective_mode,
+    embedded_cache,
+)
 from scheduler.commands.agents import (
     LOCAL_SANDBOX_LIMITS,
     NOOP_NOTE,
@@ -54,6 +62,8 @@ from scheduler.settings import Settings, load_settings
 from scheduler.snapshot import read_snapshot
 from scheduler.state import RunState, RunStatus, phases_for
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class RunPlan:
@@ -73,6 +83,8 @@ class RunPlan:
     workers: int
     #: Things worth saying before the run starts (they do not stop it).
     warnings: list[str] = field(default_factory=list)
+    #: The action cache of an embedded run (None: none; a fleet run uses Redis's).
+    cache: ActionCache | None = None
 
     def summary(self) -> dict[str, Any]:
         """What the run would do, for ``pact run --dry-run``."""
@@ -132,6 +144,7 @@ def prepare_run(
         warnings.append(NOOP_NOTE)
     if name in REAL_AGENTS and sandbox_name == "local":
         warnings.append(LOCAL_SANDBOX_LIMITS)
+    cache = embedded_cache(settings.cache, name, executor_name, warnings)
     return RunPlan(
         tree=tree,
         tree_bytes=tree_path.read_bytes(),
@@ -146,6 +159,7 @@ def prepare_run(
         broker_url=broker_url,
         workers=workers,
         warnings=warnings,
+        cache=cache,
     )
 
 
@@ -214,6 +228,7 @@ def run_plan(
         executor_name=plan.executor_name,
         broker_url=plan.broker_url,
         stop=stop,
+        cache=plan.cache,
     )
 
 
@@ -228,12 +243,18 @@ def drive_run(
     executor_name: str = "local",
     broker_url: str | None = None,
     stop: threading.Event | None = None,
+    cache: ActionCache | None = None,
 ) -> RunState:
+    """Drive a started run; ``cache``: the action cache of an embedded run (a fleet run
+    uses the fleet's, in Redis, unless its mode is off)."""
     executor: Executor
     if executor_name == "celery":
         assert broker_url is not None
-        run_id = load_state(project)[0].run_id
+        opened = load_state(project)[0]
+        run_id = opened.run_id
         fleet_executor = CeleryExecutor.single_run(broker_url, run_id, capacity=workers)
+        if effective_mode(settings.cache, opened.agent) is not CacheMode.OFF:
+            cache = RedisActionCache(fleet_executor.fleet.client)
         store = ArtifactStore(
             TieredBlobStore(
                 DirectoryBlobStore(project.artifacts_dir),
@@ -246,7 +267,13 @@ def drive_run(
         executor = LocalExecutor(workers=workers, agent=agent, sandbox=sandbox, store=store)
     try:
         controller = RunController(
-            project, executor=executor, store=store, settings=settings, listener=listener, stop=stop
+            project,
+            executor=executor,
+            store=store,
+            settings=settings,
+            listener=listener,
+            stop=stop,
+            cache=cache,
         )
         return controller.drive()
     finally:
@@ -326,6 +353,10 @@ def resume_run(
     require_keys(settings, name, executor_name)
     if sandbox_name == "local":
         check_environment(settings)
+    cache_warnings: list[str] = []
+    cache = embedded_cache(settings.cache, name, executor_name, cache_warnings)
+    for warning in cache_warnings:
+        log.warning(warning)
     problems = state_json_problems(project_dir=project_dir)
     interrupted = state.status is RunStatus.ACTIVE
     basis = state.model_copy(update={"status": RunStatus.PAUSED}) if interrupted else state
@@ -352,6 +383,7 @@ def resume_run(
         executor_name=executor_name,
         broker_url=broker_url,
         stop=stop,
+        cache=cache,
     )
     return final, problems
 

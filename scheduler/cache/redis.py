@@ -1,0 +1,77 @@
+"""The action cache in Redis: every run on the fleet shares it.
+
+An entry is a string ``pact:cache:sha256:<hex>`` (see :mod:`pact_workers.fleet.keys`)
+holding the entry's JSON, kept for :data:`ENTRY_TTL_S` and renewed by every hit. The
+results' files are the fleet's artifact store itself (``pact:artifact:<digest>``),
+where every verified result already is; ``put`` stores them again (SET NX: nothing is
+written when they are there) before the entry, so an entry never names files Redis
+does not have, unless Redis loses them later (a hit whose files are gone is a miss).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import redis
+
+from pact_workers.artifacts import ArtifactStore, Bundle
+from pact_workers.errors import ArtifactError
+from pact_workers.fleet import keys
+from pact_workers.fleet.blobs import RedisBlobStore
+from pact_workers.fleet.connection import describe
+from scheduler.cache.entry import CacheEntry, check_digest
+
+__all__ = ["ENTRY_TTL_S", "RedisActionCache"]
+
+#: How long an entry nobody hits is kept.
+ENTRY_TTL_S = keys.ACTION_CACHE_TTL_S
+
+
+class RedisActionCache:
+    """An :class:`~scheduler.cache.base.ActionCache` on the fleet's Redis.
+
+    Args:
+        client: a bytes (not decoded) client, e.g. from
+            :func:`~pact_workers.fleet.connection.redis_from_url`.
+        ttl_s: how long an entry is kept after it was last written or hit.
+    """
+
+    name = "redis"
+
+    def __init__(self, client: redis.Redis, *, ttl_s: int = ENTRY_TTL_S) -> None:
+        self.client = client
+        self.ttl_s = ttl_s
+        self.store = ArtifactStore(RedisBlobStore(client))
+
+    @property
+    def location(self) -> str:
+        return describe(self.client)
+
+    @staticmethod
+    def _key(key: str) -> str:
+        try:
+            return keys.action(check_digest(key, "action key"))
+        except ValueError as exc:
+            raise ArtifactError(str(exc)) from None
+
+    def get(self, key: str) -> CacheEntry | None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(self._key(key))
+        pipe.expire(self._key(key), self.ttl_s)
+        raw: Any = pipe.execute()[0]
+        if raw is None:
+            return None
+        return CacheEntry.from_bytes(raw if isinstance(raw, bytes) else str(raw).encode(), key)
+
+    def put(self, entry: CacheEntry, files: Mapping[str, bytes]) -> None:
+        digest = self.store.put_bundle(files)
+        if digest != entry.output:
+            raise ArtifactError(
+                f"the files given for cache entry {entry.key} are bundle {digest}, "
+                f"not {entry.output}"
+            )
+        self.client.set(self._key(entry.key), entry.to_bytes(), ex=self.ttl_s)
+
+    def files(self, entry: CacheEntry) -> Bundle:
+        return self.store.get_bundle(entry.output)
