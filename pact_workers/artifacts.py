@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
@@ -46,10 +49,20 @@ class BlobStore(Protocol):
 
 
 class ArtifactStore:
-    """Bundles on top of any :class:`BlobStore`."""
+    """Bundles on top of any :class:`BlobStore`.
+
+    Manifests are immutable (named by their digest), so parsed ones are kept in a
+    small cache: the scheduler reads the same contracts' manifests for every
+    dependent it dispatches.
+    """
+
+    #: Parsed manifests kept.
+    MANIFEST_CACHE = 4096
 
     def __init__(self, blobs: BlobStore) -> None:
         self.blobs = blobs
+        self._manifests: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def put_bundle(self, files: Mapping[str, bytes]) -> str:
         paths = []
@@ -71,13 +84,23 @@ class ArtifactStore:
         return self.blobs.put_blob(doc)
 
     def get_manifest(self, digest: str) -> dict[str, str]:
+        with self._lock:
+            cached = self._manifests.get(digest)
+            if cached is not None:
+                self._manifests.move_to_end(digest)
+                return dict(cached)
         try:
             doc = json.loads(self.blobs.get_blob(digest))
             files = doc["files"]
             assert isinstance(files, dict)
         except (ValueError, KeyError, AssertionError, TypeError) as exc:
             raise ArtifactError(f"bundle {digest}: not a bundle manifest") from exc
-        return {safe_relpath(p): d for p, d in files.items()}
+        manifest = {safe_relpath(p): d for p, d in files.items()}
+        with self._lock:
+            self._manifests[digest] = manifest
+            if len(self._manifests) > self.MANIFEST_CACHE:
+                self._manifests.popitem(last=False)
+        return dict(manifest)
 
     def get_bundle(self, digest: str) -> Bundle:
         return {path: self.blobs.get_blob(d) for path, d in self.get_manifest(digest).items()}
@@ -107,33 +130,48 @@ class MemoryBlobStore:
 
 
 class DirectoryBlobStore:
-    """Blobs as files ``<root>/<aa>/<hex>``, written atomically (temp file + rename)."""
+    """Blobs as files ``<root>/<aa>/<hex>``, written atomically (temp file + rename).
+
+    Digests known to be on disk are remembered, so that storing the same bytes
+    again costs no system call (a run stores the same specs and contracts for many
+    dispatches).
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._root = str(self.root)
+        self._known: set[str] = set()
 
-    def _path(self, digest: str) -> Path:
+    def _path(self, digest: str) -> str:
         algo, _, hexd = digest.partition(":")
-        if algo != "sha256" or len(hexd) != 64 or not all(c in "0123456789abcdef" for c in hexd):
+        if algo != "sha256" or not _HEX64.fullmatch(hexd):
             raise ArtifactError(f"malformed artifact digest {digest!r}")
-        return self.root / hexd[:2] / hexd
+        return os.path.join(self._root, hexd[:2], hexd)
 
     def put_blob(self, data: bytes) -> str:
         digest = digest_bytes(data)
+        if digest in self._known:
+            return digest
         path = self._path(digest)
-        if not path.exists():
-            atomic_write(path, data)
+        if not os.path.exists(path):
+            atomic_write(Path(path), data)
+        self._known.add(digest)
         return digest
 
     def get_blob(self, digest: str) -> bytes:
         path = self._path(digest)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read()
         except FileNotFoundError:
             raise ArtifactError(f"artifact {digest} is not in the store") from None
         if digest_bytes(data) != digest:
             raise ArtifactError(f"artifact {digest} is corrupt on disk ({path})")
+        self._known.add(digest)
         return data
 
     def has_blob(self, digest: str) -> bool:
-        return self._path(digest).exists()
+        return digest in self._known or os.path.exists(self._path(digest))
+
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")

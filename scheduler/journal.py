@@ -11,6 +11,7 @@ A crash before the commit loses decisions that nothing acted on yet.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from scheduler.audit import AuditLog
@@ -32,18 +33,16 @@ class RunJournal:
         self,
         project: ProjectDir,
         *,
-        clock: Callable[[], float],
         listener: Listener | None = None,
         fence: Callable[[], None] | None = None,
     ) -> None:
         self.project = project
-        self.clock = clock
         self.listener = listener
         self.audit = AuditLog(project.audit_path, fence=fence)
         self.state = RunState()
         self._effects: list[Callable[[], None]] = []
         self._snapshot_seq = 0
-        self._snapshot_at = 0.0
+        self._snapshot_at = time.monotonic()
 
     def open(self) -> None:
         """Take the run's lock (the caller then folds the log into :attr:`state`)."""
@@ -73,17 +72,23 @@ class RunJournal:
         the last one (both 0: now). Only a state with nothing staged is written."""
         if self.audit.staged:
             return
+        # Wall-clock time, not the run's clock: a simulated run's clock leaps ahead.
+        now = time.monotonic()
         due = self.state.last_seq - self._snapshot_seq >= every or (
-            every_s > 0 and self.clock() - self._snapshot_at >= every_s
+            every_s > 0 and now - self._snapshot_at >= every_s
         )
         if not due or (every and self.state.last_seq == self._snapshot_seq):
             return
         self.project.write_state(self.state)
         self._snapshot_seq = self.state.last_seq
-        self._snapshot_at = self.clock()
+        self._snapshot_at = now
 
     def snapshot_now_and_then(self) -> None:
-        self.snapshot(every=SNAPSHOT_EVERY_EVENTS, every_s=SNAPSHOT_EVERY_S)
+        """A snapshot every :data:`SNAPSHOT_EVERY_S` seconds, or every
+        :data:`SNAPSHOT_EVERY_EVENTS` events (more for a large run: writing one costs
+        O(items), so a run of n items writes one every n events at most)."""
+        every = max(SNAPSHOT_EVERY_EVENTS, len(self.state.items))
+        self.snapshot(every=every, every_s=SNAPSHOT_EVERY_S)
 
     def close(self) -> None:
         """Write the final snapshot and release the run.

@@ -86,7 +86,7 @@ class RunController:
         #: Set (by a signal handler) to stop between steps: the run is left interrupted.
         self.stop = stop
         #: The audit log, the state folded from it, and the effects waiting for it.
-        self.journal = RunJournal(project, clock=clock, listener=listener, fence=fence)
+        self.journal = RunJournal(project, listener=listener, fence=fence)
         self.scheduler: WavefrontScheduler | None = None
         #: What one attempt of each phase may cost before any has been seen (per run).
         self._prior_usd: dict[Phase, float] | None = None
