@@ -64,12 +64,18 @@ def load_state(project: ProjectDir) -> tuple[RunState, list[str]]:
     Raises:
         RunDirError: there is no log, or it holds no run (empty, or another tool's).
     """
+    state, warnings, _ = load_run(project)
+    return state, warnings
+
+
+def load_run(project: ProjectDir) -> tuple[RunState, list[str], bool]:
+    """:func:`load_state`, and whether an intact snapshot was its starting point."""
     project.require_run()
-    state, warnings = load_folded(project)
+    state, warnings, from_snapshot = load_folded(project)
     require_a_run(state, project, unreadable=len(warnings))
     state.project_dir = str(project.root)
     state.warnings = warnings
-    return state, warnings
+    return state, warnings, from_snapshot
 
 
 def require_a_run(state: RunState, project: ProjectDir, *, unreadable: int) -> None:

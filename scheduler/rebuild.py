@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -102,38 +103,52 @@ def validate_state_consistency(state: RunState, project_dir: Path) -> list[str]:
     return problems
 
 
-def disk_inconsistencies(state: RunState, project: ProjectDir) -> list[str]:
-    """Done items whose verified files are missing from, or differ on, disk."""
+def disk_inconsistencies(
+    state: RunState, project: ProjectDir, *, contents: bool = True
+) -> list[str]:
+    """Done items whose verified files are missing from, or differ on, disk.
+
+    ``contents=False`` only checks that every verified file is there (one ``stat``
+    each, from the file list the log recorded): what ``pact status`` does on every
+    call. Comparing contents reads and hashes every file (``pact rebuild``).
+    """
     problems: list[str] = []
     store = project.store()
-    what = {
-        Phase.CONTRACT: "contract",
-        Phase.TEST: "tests",
-        Phase.IMPLEMENT: "implementation",
-        Phase.INTEGRATE: "integration",
-    }
+    root = str(project.root)
     for key, item in state.items.items():
         if item.status is not ItemStatus.DONE or item.output is None:
             continue
-        try:
-            manifest = store.get_manifest(item.output)
-        except ArtifactError:
-            problems.append(f"{key}: verified output {item.output} is not in the artifact store")
-            continue
-        dest = project.destination(item.component_id, item.phase)
-        for rel, digest in manifest.items():
-            if item.phase is Phase.CONTRACT:
-                path = dest / "interface.json"
-            else:
-                path = dest / rel.split("/", 1)[1]
-            if not path.is_file():
+        if contents or not item.files:
+            try:
+                manifest = store.get_manifest(item.output)
+            except ArtifactError:
                 problems.append(
-                    f"{key}: marked done but its {what[item.phase]} "
-                    f"{path.relative_to(project.root)} is missing on disk"
+                    f"{key}: verified output {item.output} is not in the artifact store"
                 )
-            elif digest_bytes(path.read_bytes()) != digest:
+                continue
+        else:
+            manifest = dict.fromkeys(item.files, "")
+        # Plain strings, not Path objects: this runs for every file of every run.
+        dest = str(project.destination(item.component_id, item.phase))
+        for rel, digest in manifest.items():
+            name = "interface.json" if item.phase is Phase.CONTRACT else rel.split("/", 1)[1]
+            path = os.path.join(dest, name)
+            if not os.path.isfile(path):
                 problems.append(
-                    f"{key}: {path.relative_to(project.root)} differs from the verified "
-                    f"{what[item.phase]}"
+                    f"{key}: marked done but its {_WHAT[item.phase]} "
+                    f"{os.path.relpath(path, root)} is missing on disk"
+                )
+            elif contents and digest_bytes(Path(path).read_bytes()) != digest:
+                problems.append(
+                    f"{key}: {os.path.relpath(path, root)} differs from the verified "
+                    f"{_WHAT[item.phase]}"
                 )
     return problems
+
+
+_WHAT = {
+    Phase.CONTRACT: "contract",
+    Phase.TEST: "tests",
+    Phase.IMPLEMENT: "implementation",
+    Phase.INTEGRATE: "integration",
+}

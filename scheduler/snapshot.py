@@ -108,12 +108,13 @@ def read_snapshot(project: ProjectDir) -> Snapshot | None:
     return snap if digest == snap.log_tail_digest else None
 
 
-def load_folded(project: ProjectDir) -> tuple[RunState, list[str]]:
+def load_folded(project: ProjectDir) -> tuple[RunState, list[str], bool]:
     """The state of the whole log: the snapshot plus the log's tail when the snapshot's
-    mark matches, else a fold of the whole log. Warnings: unreadable lines read."""
+    mark matches, else a fold of the whole log. Also: the warnings about unreadable
+    lines read, and whether the snapshot was the starting point."""
     snap = read_snapshot(project)
     if snap is not None:
         events, warnings = read_events(project.audit_path, offset=snap.log_offset)
-        return fold(events, snap.state), warnings
+        return fold(events, snap.state), warnings, True
     events, warnings = read_events(project.audit_path)
-    return fold(events), warnings
+    return fold(events), warnings, False

@@ -62,7 +62,7 @@ def say(text: object, *, label: str = "", to_err: bool = False, style: str = "")
 def print_json(doc: Any) -> None:
     """Machine-readable output: plain JSON on stdout (rich's highlighter is slow on
     the documents of large runs, and machines need no colour)."""
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()
 
 

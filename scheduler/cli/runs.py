@@ -123,8 +123,7 @@ def status(
 ) -> None:
     """Show a run's state, rebuilt from its audit log."""
     with user_errors():
-        state, warnings = commands.read_status(project_dir=project)
-        problems = commands.status_problems(project_dir=project, state=state)
+        state, warnings, problems = commands.status_report(project_dir=project)
     driven = is_driven(ProjectDir(project).audit_path)
     if as_json:
         print_json(

@@ -32,7 +32,7 @@ from scheduler.commands.runs import (
     run_plan,
     run_tree,
     state_json_problems,
-    status_problems,
+    status_report,
 )
 from scheduler.commands.supervisor import supervise
 from scheduler.commands.validate import ValidationRun, validate_path
@@ -65,7 +65,7 @@ __all__ = [
     "run_plan",
     "run_tree",
     "state_json_problems",
-    "status_problems",
+    "status_report",
     "submit_batch",
     "supervise",
     "validate_path",

@@ -48,7 +48,7 @@ from scheduler.executors.base import Executor
 from scheduler.executors.celery import CeleryExecutor
 from scheduler.executors.local import LocalExecutor
 from scheduler.journal import Listener
-from scheduler.launch import load_state, start_run
+from scheduler.launch import load_run, load_state, start_run
 from scheduler.project import ProjectDir
 from scheduler.rebuild import (
     disk_inconsistencies,
@@ -59,7 +59,6 @@ from scheduler.rebuild import (
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.run import RunController
 from scheduler.settings import Settings, load_settings
-from scheduler.snapshot import read_snapshot
 from scheduler.state import RunState, RunStatus, phases_for
 
 log = logging.getLogger(__name__)
@@ -290,17 +289,22 @@ def read_status(*, project_dir: Path) -> tuple[RunState, list[str]]:
     return load_state(project)
 
 
-def status_problems(*, project_dir: Path, state: RunState) -> list[str]:
-    """What ``pact status`` reports as inconsistent, for the ``state`` it shows.
+def status_report(*, project_dir: Path) -> tuple[RunState, list[str], list[str]]:
+    """What ``pact status`` shows: the state, warnings about the log, inconsistencies.
 
-    An intact snapshot that marks a prefix of the log is consistent by construction
-    (the state shown is it plus the log's tail), so only the disk is checked; any
-    other state.json is compared with the whole log, as ``pact rebuild --dry-run`` does.
+    When an intact snapshot marking a prefix of the log was the starting point, the
+    state is consistent with the log by construction, so only the disk is checked
+    (that every verified file is there); any other state.json is compared with the
+    whole log, contents included, as ``pact rebuild --dry-run`` does.
     """
     project = ProjectDir(project_dir)
-    if read_snapshot(project) is not None:
-        return disk_inconsistencies(state, project)
-    return state_json_problems(project_dir=project_dir)
+    check_run_dir(project)
+    state, warnings, from_snapshot = load_run(project)
+    if from_snapshot:
+        problems = disk_inconsistencies(state, project, contents=False)
+    else:
+        problems = state_json_problems(project_dir=project_dir)
+    return state, warnings, problems
 
 
 def state_json_problems(*, project_dir: Path) -> list[str]:
