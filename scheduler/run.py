@@ -369,7 +369,9 @@ class RunController:
         key, hit = item.action_key, item.cached
         served = hit is not None and result.output == hit.output
         if hit is not None and not served:
-            reason = "the harness rejected the cached result; the worker asked the agent"
+            # The worker's harness rejected the cached result (or could not read it)
+            # and the worker asked the agent: this is the agent's answer.
+            reason = "the worker's harness rejected the cached result; the agent answered"
             self._log(CacheDropped.from_result(result, key, hit, reason, redispatch=False))
         if hit is not None and served and hit.trusted:
             result = result.model_copy(update={"test_results": hit.test_results})
