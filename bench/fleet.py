@@ -45,7 +45,7 @@ from pact_workers.models.work import Phase, TaskMessage, Usage  # noqa: E402
 from scheduler.audit import AuditLog  # noqa: E402
 from scheduler.events import ArtifactsPromoted, ItemDispatched, ItemSucceeded, RunStarted  # noqa: E402
 from scheduler.executors.celery import CeleryFleet  # noqa: E402
-from scheduler.state import apply, fold  # noqa: E402
+from scheduler.fold import apply, fold  # noqa: E402
 
 
 def free_port() -> int:

@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 from scheduler.audit import AuditLog
 from scheduler.events import Event
+from scheduler.fold import apply
 from scheduler.project import ProjectDir
-from scheduler.state import RunState, apply
+from scheduler.state import RunState
 
 Listener = Callable[[Event, RunState], None]
 

@@ -12,10 +12,11 @@ from pact_workers.errors import RunDirError
 from pact_workers.models.tree import DecompositionTree
 from scheduler.audit import AuditLog
 from scheduler.events import RunStarted
+from scheduler.fold import fold
 from scheduler.project import ProjectDir
 from scheduler.settings import Settings
 from scheduler.snapshot import load_folded
-from scheduler.state import RunState, fold
+from scheduler.state import RunState
 
 
 def new_run_id() -> str:

@@ -12,10 +12,11 @@ from pact_workers.artifacts import digest_bytes
 from pact_workers.errors import ArtifactError
 from pact_workers.models.work import ItemStatus, Phase
 from scheduler.audit import read_events
+from scheduler.fold import fold
 from scheduler.launch import require_a_run
 from scheduler.project import ProjectDir
 from scheduler.snapshot import parse_state_json
-from scheduler.state import RunState, fold
+from scheduler.state import RunState
 
 log = logging.getLogger(__name__)
 

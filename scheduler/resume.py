@@ -9,14 +9,9 @@ from pydantic import BaseModel, Field
 from pact_workers.models.work import ItemStatus, Phase
 from scheduler.audit import AuditLog
 from scheduler.events import RunResumed
+from scheduler.fold import PACT_PHASE_ORDER, apply
 from scheduler.project import ProjectDir
-from scheduler.state import (
-    PACT_PHASE_ORDER,
-    RunState,
-    RunStatus,
-    apply,
-    final_phase,
-)
+from scheduler.state import RunState, RunStatus, final_phase
 from scheduler.state_index import PACT_PHASE
 
 ResumePhase = Literal["interview", "decompose", "contract", "implement", "integrate"]

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ValidationError
 
 from scheduler.audit import line_before, read_events
-from scheduler.state import RunState, fold
+from scheduler.fold import fold
+from scheduler.state import RunState
 
 if TYPE_CHECKING:
     from scheduler.project import ProjectDir

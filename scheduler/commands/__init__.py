@@ -22,17 +22,19 @@ from scheduler.commands.fleet import (
     submit_batch,
     worker_argv,
 )
+from scheduler.commands.inspection import (
+    read_status,
+    rebuild_run,
+    state_json_problems,
+    status_report,
+)
 from scheduler.commands.runs import (
     RunPlan,
     drive_run,
     prepare_run,
-    read_status,
-    rebuild_run,
     resume_run,
     run_plan,
     run_tree,
-    state_json_problems,
-    status_report,
 )
 from scheduler.commands.supervisor import supervise
 from scheduler.commands.validate import ValidationRun, validate_path

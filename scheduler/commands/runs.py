@@ -43,19 +43,14 @@ from scheduler.commands.agents import (
     missing_api_keys,
 )
 from scheduler.commands.fleet import check_executor
+from scheduler.commands.inspection import state_json_problems
 from scheduler.commands.rundir import check_new_project_dir, check_run_dir, created_by
 from scheduler.executors.base import Executor
 from scheduler.executors.celery import CeleryExecutor
 from scheduler.executors.local import LocalExecutor
 from scheduler.journal import Listener
-from scheduler.launch import load_run, load_state, start_run
+from scheduler.launch import load_state, start_run
 from scheduler.project import ProjectDir
-from scheduler.rebuild import (
-    disk_inconsistencies,
-    read_state_json,
-    rebuild_state,
-    validate_state_consistency,
-)
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.run import RunController
 from scheduler.settings import Settings, load_settings
@@ -282,39 +277,6 @@ def drive_run(
             executor.close()
 
 
-def read_status(*, project_dir: Path) -> tuple[RunState, list[str]]:
-    """The run's state, folded from its audit log, and any warnings about the log."""
-    project = ProjectDir(project_dir)
-    check_run_dir(project)
-    return load_state(project)
-
-
-def status_report(*, project_dir: Path) -> tuple[RunState, list[str], list[str]]:
-    """What ``pact status`` shows: the state, warnings about the log, inconsistencies.
-
-    When an intact snapshot marking a prefix of the log was the starting point, the
-    state is consistent with the log by construction, so only the disk is checked
-    (that every verified file is there); any other state.json is compared with the
-    whole log, contents included, as ``pact rebuild --dry-run`` does.
-    """
-    project = ProjectDir(project_dir)
-    check_run_dir(project)
-    state, warnings, from_snapshot = load_run(project)
-    if from_snapshot:
-        problems = disk_inconsistencies(state, project, contents=False)
-    else:
-        problems = state_json_problems(project_dir=project_dir)
-    return state, warnings, problems
-
-
-def state_json_problems(*, project_dir: Path) -> list[str]:
-    """How state.json and the disk disagree with the audit log (empty: consistent)."""
-    on_disk, error = read_state_json(project_dir)
-    if on_disk is None:
-        return [error or "state.json cannot be read"]
-    return validate_state_consistency(on_disk, project_dir)
-
-
 def resume_run(
     *,
     project_dir: Path,
@@ -390,46 +352,6 @@ def resume_run(
         cache=cache,
     )
     return final, problems
-
-
-def rebuild_run(
-    *, project_dir: Path, dry_run: bool, force: bool = False
-) -> tuple[RunState, list[str]]:
-    """Rebuild state.json from the audit log; returns the state and the inconsistencies
-    found in the old state.json (written over unless ``dry_run``).
-
-    Raises:
-        RunDirError: the log holds no run, or the snapshot records more progress than
-            the log replays to (a log that lost events) and ``force`` is not set.
-    """
-    project = ProjectDir(project_dir)
-    check_run_dir(project)
-    rebuilt = rebuild_state(project.root)
-    problems = state_json_problems(project_dir=project_dir)
-    on_disk, _ = read_state_json(project_dir)
-    loss = _progress_lost(on_disk, rebuilt) if on_disk is not None else None
-    if loss and not force and not dry_run:
-        raise RunDirError(
-            f"{project.state_path}: records more than {project.audit_path} replays to "
-            f"({loss}); rebuilding would throw that away. Nothing was written; check the "
-            "log (a restored backup?) or pass --force to rebuild from the log anyway"
-        )
-    if not dry_run:
-        project.write_state(rebuilt)
-    return rebuilt, problems
-
-
-def _progress_lost(snapshot: RunState, rebuilt: RunState) -> str | None:
-    """What the snapshot knows that the rebuilt state does not, or None."""
-    if snapshot.run_id and snapshot.run_id != rebuilt.run_id:
-        return f"run {snapshot.run_id} against run {rebuilt.run_id}"
-    done_before = sum(1 for i in snapshot.items.values() if i.status.value == "done")
-    done_after = sum(1 for i in rebuilt.items.values() if i.status.value == "done")
-    if done_before > done_after:
-        return f"{done_before} items done against {done_after}"
-    if snapshot.last_seq > rebuilt.last_seq:
-        return f"events up to {snapshot.last_seq} against {rebuilt.last_seq}"
-    return None
 
 
 def require_keys(settings: Settings, agent_name: str, executor_name: str) -> None:

@@ -40,9 +40,10 @@ from scheduler.events import (
     ResultDropped,
     RunStarted,
 )
+from scheduler.fold import fold
 from scheduler.policy import STALLED, WORKER_LOST
 from scheduler.project import ProjectDir
-from scheduler.state import INTERRUPTED, fold
+from scheduler.state import INTERRUPTED
 from tests.acceptance.test_crash import check_applied_once
 from tests.integration.conftest import RedisServer
 from tests.integration.fleet import Fleet, Proc, pact_argv, tail

@@ -21,8 +21,9 @@ import redis
 from pact_workers.fleet import keys
 from scheduler.audit import read_events
 from scheduler.events import ItemDispatched, ItemSucceeded
+from scheduler.fold import fold
 from scheduler.project import ProjectDir
-from scheduler.state import RunStatus, fold
+from scheduler.state import RunStatus
 from tests.conftest import DATA
 from tests.integration.fleet import Fleet, pact_argv
 

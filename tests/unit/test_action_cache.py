@@ -47,8 +47,9 @@ from scheduler.events import (
     ItemSucceeded,
     RunStarted,
 )
+from scheduler.fold import fold
 from scheduler.settings import Settings, load_settings
-from scheduler.state import RunState, fold
+from scheduler.state import RunState
 
 OUTPUT_FILES = {"src/store.py": b"NAME = 'store'\n"}
 OUTPUT = ArtifactStore(MemoryBlobStore()).put_bundle(OUTPUT_FILES)

@@ -10,7 +10,7 @@ from pact_workers.errors import RunDirError
 from pact_workers.models import ErrorClass, ItemStatus, Phase, Usage
 from scheduler.audit import AuditLog, read_events
 from scheduler.events import ItemDispatched, ItemFailed, ItemSucceeded, RunStarted
-from scheduler.state import fold
+from scheduler.fold import fold
 from tests.unit.test_wavefront import make_tree
 
 TREE = make_tree({"A": ["B", "C"]}, {"C": ["B"]}).model_dump(mode="json")

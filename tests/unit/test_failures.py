@@ -15,8 +15,9 @@ from scheduler.events import (
     RunStarted,
 )
 from scheduler.failures import recent_failures, repeated_errors
+from scheduler.fold import apply
 from scheduler.policy import STALLED, WORKER_LOST
-from scheduler.state import RunState, apply
+from scheduler.state import RunState
 from scheduler.systemic import detect_systemic_failure
 from scheduler.verdicts import systemic_pause
 from tests.runs import star_tree

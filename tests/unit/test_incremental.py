@@ -24,11 +24,12 @@ from scheduler.events import (
     ItemSucceeded,
     RunStarted,
 )
+from scheduler.fold import fold
 from scheduler.launch import load_state
 from scheduler.project import ProjectDir
 from scheduler.readiness import DISPATCHABLE, PHASE_ORDER, ReadyTracker
 from scheduler.snapshot import read_snapshot
-from scheduler.state import RunState, fold, item_key
+from scheduler.state import RunState, item_key
 from scheduler.state_index import StateIndex
 from scheduler.wavefront import WavefrontScheduler, WorkGraph
 

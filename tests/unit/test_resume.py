@@ -9,9 +9,10 @@ import pytest
 from pact_workers.models import ItemStatus, Phase
 from scheduler.audit import read_events
 from scheduler.events import RunResumed
+from scheduler.fold import fold
 from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
 from scheduler.resume import compute_resume_strategy, execute_resume
-from scheduler.state import RunStatus, fold
+from scheduler.state import RunStatus
 from tests.runs import RunBuilder, star_tree
 
 

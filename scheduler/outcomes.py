@@ -1,0 +1,201 @@
+"""Applying results: what a worker's result does to a run (the run loop's second half).
+
+A result for another run or an attempt that is no longer current is dropped (and
+the drop logged). A success of a contract is judged first (validation, the action
+cache's checks); an accepted success is logged, then promoted into the project once
+it is on disk; a failure goes to the failure policy, whose decision is logged and
+carried out: a retry, a pause, or giving up, which poisons every item downstream.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from pact_workers.artifacts import ArtifactStore
+from pact_workers.models.work import (
+    IN_FLIGHT,
+    Phase,
+    ResultMessage,
+)
+from scheduler.cache import RunCache
+from scheduler.discovery import judge_contract
+from scheduler.events import (
+    ArtifactsPromoted,
+    CachedResult,
+    CacheDropped,
+    CacheHit,
+    Event,
+    ItemFailed,
+    ItemSucceeded,
+    ResultDropped,
+    RunPaused,
+)
+from scheduler.executors.base import Executor
+from scheduler.leases import LeaseBook
+from scheduler.policy import decide
+from scheduler.project import ProjectDir
+from scheduler.settings import Settings
+from scheduler.state import RunState, RunStatus, item_key
+from scheduler.verdicts import poison, systemic_pause
+from scheduler.wavefront import WavefrontScheduler
+
+
+class ResultHandling:
+    """The part of :class:`~scheduler.run.RunController` that applies results."""
+
+    project: ProjectDir
+    executor: Executor
+    store: ArtifactStore
+    settings: Settings
+    clock: Callable[[], float]
+    rng: random.Random
+    leases: LeaseBook
+    scheduler: WavefrontScheduler | None
+    cache: RunCache | None
+
+    @property
+    def state(self) -> RunState:
+        raise NotImplementedError
+
+    def _log(self, event: Event) -> Event:
+        raise NotImplementedError
+
+    def _after_commit(self, effect: Callable[[], None]) -> None:
+        raise NotImplementedError
+
+    # -- results ----------------------------------------------------------
+
+    def handle(self, result: ResultMessage) -> None:
+        """Apply one result (or log why it is dropped), then acknowledge it."""
+        self._apply_result(result)
+        self._after_commit(lambda: self.executor.ack(result))
+
+    def _apply_result(self, result: ResultMessage) -> None:
+        key = item_key(result.component_id, result.phase)
+        item = self.state.items.get(key)
+        if result.run_id != self.state.run_id or item is None:
+            self._log(
+                ResultDropped.from_result(result, "result for another run or an unknown item")
+            )
+            return
+        if item.status not in IN_FLIGHT or item.attempt != result.attempt:
+            self._log(
+                ResultDropped.from_result(
+                    result,
+                    f"attempt {result.attempt} is not the current attempt "
+                    f"({item.attempt}, {item.status.value})",
+                )
+            )
+            return
+        self.leases.release((result.component_id, result.phase, result.attempt))
+        if result.outcome == "ok" and result.output is not None:
+            self._succeed(result)
+        else:
+            self._fail(result)
+
+    def _succeed(self, result: ResultMessage) -> None:
+        item = self.state.item(result.component_id, result.phase)
+        key, hit = item.action_key, item.cached
+        served = hit is not None and result.output == hit.output
+        if hit is not None and not served:
+            # The worker's harness rejected the cached result (or could not read it)
+            # and the worker asked the agent: this is the agent's answer.
+            reason = "the worker's harness rejected the cached result; the agent answered"
+            self._log(CacheDropped.from_result(result, key, hit, reason, redispatch=False))
+        if hit is not None and served and hit.trusted:
+            result = result.model_copy(update={"test_results": hit.test_results})
+        measured = result.test_results
+        discovered: list[str] = []
+        external: list[str] = []
+        if result.phase is Phase.CONTRACT:
+            checked = self._check_contract(result, cached=hit if served else None)
+            if checked is None:
+                return
+            discovered, external = checked
+            # A contract's test results are the harness's import probe, read above.
+            result = result.model_copy(update={"test_results": None})
+        if hit is not None and served:
+            self._log(CacheHit.from_result(result, key, hit))
+            # A hit took no agent's time: it must not teach the priorities a phase's length.
+            result = result.model_copy(update={"duration_s": 0.0})
+        files = sorted(self.store.get_manifest(result.output or ""))
+        self._log(
+            ItemSucceeded.from_result(result, files=files, discovered=discovered, external=external)
+        )
+        # Promotion writes into the project: only once the success is on disk.
+        self._after_commit(lambda: self._promote(result.component_id, result.phase))
+        if self.cache is not None and key and not served:
+            # Only a result the harness accepted, once its success is on disk.
+            cache = self.cache
+            entry = cache.entry(self.state, result, key=key, files=files, test_results=measured)
+            self._after_commit(lambda: cache.record(entry, self.store))
+
+    def _check_contract(
+        self, result: ResultMessage, *, cached: CachedResult | None = None
+    ) -> tuple[list[str], list[str]] | None:
+        """Validate a new contract; (new internal, external dependencies) when it is
+        accepted, None when it is not: an agent's attempt then fails (with the findings
+        as feedback); a ``cached`` contract is checked against this run like any other,
+        and one it rejects is dropped and the agent asked (no attempt of its is spent)."""
+        event, failure, discovered, external = judge_contract(
+            self.state,
+            self.store,
+            result,
+            source_tree=self.project.root,
+            quality=self.settings.contract_quality,
+        )
+        if event is not None:
+            self._log(event)
+        if failure is not None:
+            if cached is not None:
+                key = self.state.item(result.component_id, result.phase).action_key
+                self._log(
+                    CacheDropped.from_result(result, key, cached, failure.error, redispatch=True)
+                )
+            else:
+                self._fail(failure)
+            return None
+        return discovered, external
+
+    def _fail(self, result: ResultMessage) -> None:
+        item = self.state.item(result.component_id, result.phase)
+        decision = decide(result, item, self.settings, now=self.clock(), rng=self.rng)
+        self._log(
+            ItemFailed.from_result(
+                result,
+                decision=decision.action,
+                retry_at=decision.retry_at,
+                suspension=decision.suspension,
+            )
+        )
+        if decision.action == "give_up":
+            self._poison(result.component_id, result.phase)
+        elif decision.action == "pause" and self.state.status is RunStatus.ACTIVE:
+            # Already paused: the first reason (often a systemic one) stays the reason.
+            self._log(
+                RunPaused(
+                    reason=f"{result.component_id}/{result.phase.value}: {decision.reason}",
+                    recommendation=decision.recommendation
+                    or "fix the worker environment (see the error), then `pact resume`",
+                )
+            )
+
+    def _detect_systemic(self) -> None:
+        """Pause when ``systemic_threshold`` components of a phase fail the same way."""
+        pause = systemic_pause(self.state, self.settings.systemic_threshold)
+        if pause is not None:
+            self._log(pause)
+
+    def _poison(self, component_id: str, phase: Phase) -> None:
+        assert self.scheduler is not None
+        event = poison(self.state, self.scheduler.graph, (component_id, phase))
+        if event is not None:
+            self._log(event)
+
+    def _promote(self, component_id: str, phase: Phase) -> None:
+        item = self.state.item(component_id, phase)
+        assert item.output is not None
+        files = self.store.get_bundle(item.output)
+        paths = self.project.promote(component_id, phase, files, item.test_results)
+        self._log(ArtifactsPromoted(component_id=component_id, phase=phase, paths=paths))
