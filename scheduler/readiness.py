@@ -9,8 +9,10 @@ Rules (the same as :mod:`scheduler.wavefront`'s, which owns the graph):
   (a contract declared it) adds one edge and, if the prerequisite is not done yet,
   one to the count;
 - a candidate whose retry time lies in the future is held back until then;
-- in phased mode nothing of a later phase starts while an earlier phase has open
-  items (a counter per phase);
+- in phased mode nothing of a later phase starts while an item of an earlier phase
+  is ready or running (a counter per phase); an earlier-phase item that can only
+  start after a later-phase one (a leaf that depends on a parent component waits for
+  its integration) does not hold the barrier, or the run could never finish;
 - the ready list is the candidates in priority order (the upward rank, critical path
   first), cut to the free slots and per-role limits (running counters per role).
 
@@ -32,10 +34,6 @@ Key = tuple[str, Phase]
 
 #: Statuses an item may be dispatched from.
 DISPATCHABLE = frozenset({ItemStatus.PENDING, ItemStatus.READY})
-#: Statuses that close an item for phased scheduling.
-FINISHED = frozenset(
-    {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED, ItemStatus.CANCELLED}
-)
 #: Statuses after which an item needs nothing more.
 TERMINAL = frozenset({ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED})
 #: Phase barriers for phase-locked scheduling (all contracts, then all tests, ...).
@@ -73,7 +71,7 @@ class ReadyTracker:
         self.not_before: dict[Key, float] = {}
         self.running_by_role: Counter[str] = Counter()
         self.running = 0
-        self.open_by_rank: Counter[int] = Counter(PHASE_RANK[p] for _, p in keys)
+        self.running_by_rank: Counter[int] = Counter()
         self.rank: dict[Key, float] = {}
         #: Items not done, failed or poisoned (what ``is_active`` asks about).
         self.unfinished = len(keys)
@@ -91,16 +89,17 @@ class ReadyTracker:
             return
         self.status[key] = status
         role = ROLE_FOR_PHASE[key[1]].value
+        rank = PHASE_RANK[key[1]]
         if old in IN_FLIGHT:
             self.running -= 1
             self.running_by_role[role] -= 1
+            self.running_by_rank[rank] -= 1
         if status in IN_FLIGHT:
             self.running += 1
             self.running_by_role[role] += 1
+            self.running_by_rank[rank] += 1
         if (old in TERMINAL) != (status in TERMINAL):
             self.unfinished += 1 if old in TERMINAL else -1
-        if (old in FINISHED) != (status in FINISHED):
-            self.open_by_rank[PHASE_RANK[key[1]]] += -1 if status in FINISHED else 1
         if (old is ItemStatus.DONE) != (status is ItemStatus.DONE):
             step = -1 if status is ItemStatus.DONE else 1
             for dependent in self.dependents[key]:
@@ -124,7 +123,11 @@ class ReadyTracker:
 
     def ready(self, now: float | None = None) -> list[Key]:
         """Candidates allowed now, critical path first, cut to free slots and limits."""
-        lowest_open = min((r for r, n in self.open_by_rank.items() if n > 0), default=None)
+        lowest_open = None
+        if self.phased:
+            live = [PHASE_RANK[k[1]] for k in self.candidates]
+            live += [r for r, n in self.running_by_rank.items() if n > 0]
+            lowest_open = min(live, default=None)
         allowed = [
             key
             for key in self.candidates

@@ -146,6 +146,22 @@ def test_phased_mode_holds_each_phase_until_the_last_one_finishes() -> None:
     assert ("C", Phase.CONTRACT) in second and all(p is Phase.CONTRACT for _, p in second)
 
 
+def test_phased_mode_finishes_when_a_leaf_depends_on_a_parent_sibling() -> None:
+    # L's implementation waits for P's integration, which phased mode would hold back
+    # until every implementation is done: the barrier must not wait for L.
+    tree = make_tree({"R": ["P", "L"], "P": ["X"]}, {"L": ["P"]}, root="R")
+    sched = WavefrontScheduler(tree, mode=SchedulingMode.PHASED)
+    order: list[tuple[str, Phase]] = []
+    while sched.is_active():
+        wave = sched.get_ready()
+        assert wave, f"no progress after {order}"
+        order.extend(wave)
+        for c, p in wave:
+            sched.done(c, p)
+    assert order.index(("P", Phase.INTEGRATE)) < order.index(("L", Phase.IMPLEMENT))
+    assert all(p is Phase.CONTRACT for _, p in order[:4])
+
+
 def test_stigmergy_first_ready_set_is_the_components_without_internal_dependencies() -> None:
     tree = load_tree(shared_data("stigmergy", "decomposition", "tree.json"))
     deps = json.loads(shared_data("stigmergy", "dependencies.json").read_text())
