@@ -35,6 +35,8 @@ The rules, in words:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from scheduler.cache.base import FREE_AGENTS, ActionCache, CacheError, CacheMode, effective_mode
 from scheduler.cache.directory import DirectoryActionCache
 from scheduler.cache.entry import CacheEntry
@@ -47,7 +49,6 @@ from scheduler.cache.factory import (
     from_url,
 )
 from scheduler.cache.key import KeyBasis, action_key, key_basis, key_document
-from scheduler.cache.redis import RedisActionCache
 from scheduler.cache.runs import CacheReport, RunCache, cache_report
 
 __all__ = [
@@ -73,3 +74,16 @@ __all__ = [
     "key_basis",
     "key_document",
 ]
+
+if TYPE_CHECKING:
+    from scheduler.cache.redis import RedisActionCache
+
+
+def __getattr__(name: str) -> Any:
+    # The Redis backend imports redis-py: only when a fleet run asks for it, so that
+    # every other command starts without it.
+    if name == "RedisActionCache":
+        from scheduler.cache.redis import RedisActionCache
+
+        return RedisActionCache
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

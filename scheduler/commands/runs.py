@@ -21,15 +21,12 @@ from pact_workers.agents.base import Agent
 from pact_workers.agents.factory import build_agent
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import InputError, RunDirError
-from pact_workers.fleet.blobs import RedisBlobStore
-from pact_workers.fleet.tiered import TieredBlobStore
 from pact_workers.models.tree import DecompositionTree, load_tree
 from pact_workers.sandbox.base import Sandbox
 from scheduler.audit import AuditLog
 from scheduler.cache import (
     ActionCache,
     CacheMode,
-    RedisActionCache,
     effective_mode,
     embedded_cache,
 )
@@ -46,7 +43,6 @@ from scheduler.commands.fleet import check_executor
 from scheduler.commands.inspection import state_json_problems
 from scheduler.commands.rundir import check_new_project_dir, check_run_dir, created_by
 from scheduler.executors.base import Executor
-from scheduler.executors.celery import CeleryExecutor
 from scheduler.executors.local import LocalExecutor
 from scheduler.journal import Listener
 from scheduler.launch import load_state, start_run
@@ -243,6 +239,12 @@ def drive_run(
     uses the fleet's, in Redis, unless its mode is off)."""
     executor: Executor
     if executor_name == "celery":
+        # The fleet's modules (Celery, redis-py) load only for a fleet run.
+        from pact_workers.fleet.blobs import RedisBlobStore
+        from pact_workers.fleet.tiered import TieredBlobStore
+        from scheduler.cache import RedisActionCache
+        from scheduler.executors.celery import CeleryExecutor
+
         assert broker_url is not None
         opened = load_state(project)[0]
         run_id = opened.run_id
