@@ -1,14 +1,22 @@
 """The run registry and the submission queue, in Redis (``pact:runs``, ``pact:submissions``).
 
-``pact submit`` validates each tree on the submitting machine and queues it; the
+``pact submit`` validates each tree on the submitting machine and queues it; a
 scheduler service creates the run when it gets to it. A service that is down
 loses nothing: submissions wait in the stream until a service reads and
-acknowledges them.
+acknowledges them. Each scheduler reads the stream as a consumer of its own in
+the group ``service``; an entry a scheduler read and never acknowledged (it died)
+is claimed by another once it has been idle for a lease TTL.
+
+Registry entries are merged field by field in Redis (one script), so that two
+schedulers updating one run, or one run's entry and the active-run set, never
+overwrite each other's fields.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +28,8 @@ from pact_workers.errors import InputError
 from pact_workers.fleet import keys
 from pact_workers.models.tree import load_tree
 from scheduler.launch import new_run_id
+
+log = logging.getLogger(__name__)
 
 RunState = Literal["queued", "active", "paused", "completed", "failed", "rejected"]
 
@@ -55,6 +65,12 @@ class RunEntry(BaseModel):
     items_total: int = 0
     cost_usd: float = 0.0
     reason: str = ""
+    #: The scheduler that owns the run (while active: the holder of its lease, empty
+    #: when the lease expired and no other scheduler took the run yet), else the last.
+    owner: str = ""
+    #: When (epoch seconds) the owner opened the run, and the fencing token it holds.
+    owner_since: float = 0.0
+    lease_token: int = 0
 
 
 def now_iso() -> str:
@@ -161,7 +177,119 @@ def list_runs(client: redis.Redis) -> list[RunEntry]:
 
 
 def update_run(client: redis.Redis, run_id: str, **fields: Any) -> None:
+    """Merge ``fields`` into the registry entry of ``run_id`` (created if missing), and
+    keep :data:`keys.ACTIVE_RUNS` in step with its ``state``; atomically."""
+    script = client.register_script(_MERGE)  # no round trip: EVALSHA, loaded if need be
+    script(keys=[keys.RUNS, keys.ACTIVE_RUNS], args=[run_id, json.dumps(fields)])
+
+
+def get_run(client: redis.Redis, run_id: str) -> RunEntry | None:
     raw = client.hget(keys.RUNS, run_id)
-    doc: dict[str, Any] = json.loads(raw) if raw else {"run_id": run_id, "name": run_id}
-    doc.update(fields)
-    client.hset(keys.RUNS, run_id, json.dumps(doc))
+    if raw is None:
+        return None
+    try:
+        return RunEntry.model_validate_json(raw)
+    except ValidationError:
+        return None
+
+
+def index_active_runs(client: redis.Redis) -> int:
+    """Add every run the registry says is active to :data:`keys.ACTIVE_RUNS` (entries
+    written before the set existed); returns how many were missing."""
+    active = [e.run_id for e in list_runs(client) if e.state == "active"]
+    return int(client.sadd(keys.ACTIVE_RUNS, *active)) if active else 0
+
+
+_MERGE = """
+        local raw = redis.call('HGET', KEYS[1], ARGV[1])
+        local doc = {run_id = ARGV[1], name = ARGV[1]}
+        if raw then
+            local ok, old = pcall(cjson.decode, raw)
+            if ok and type(old) == 'table' then doc = old end
+        end
+        for k, v in pairs(cjson.decode(ARGV[2])) do
+            doc[k] = v
+        end
+        redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(doc))
+        if doc.state == 'active' then
+            redis.call('SADD', KEYS[2], ARGV[1])
+        else
+            redis.call('SREM', KEYS[2], ARGV[1])
+        end
+        return 1
+"""
+
+
+class SubmissionQueue:
+    """One scheduler's reader of ``pact:submissions`` (a consumer named after it).
+
+    :meth:`take` returns entries this scheduler has not handled yet: entries idle for
+    ``claim_idle_s`` with any consumer (one that died), then new ones. The caller
+    acknowledges each with :meth:`ack` once the run exists (or was rejected).
+    """
+
+    def __init__(self, client: redis.Redis, consumer: str, *, claim_idle_s: float) -> None:
+        self.client = client
+        self.consumer = consumer
+        self.claim_idle_ms = max(1, round(claim_idle_s * 1000))
+        try:
+            client.xgroup_create(keys.SUBMISSIONS, keys.SUBMISSIONS_GROUP, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    def take(self, count: int) -> list[tuple[bytes, Submission | None]]:
+        """Up to ``count`` entries: (entry id, submission or None when malformed)."""
+        if count <= 0:
+            return []
+        reply: Any = self.client.xautoclaim(
+            keys.SUBMISSIONS,
+            keys.SUBMISSIONS_GROUP,
+            self.consumer,
+            min_idle_time=self.claim_idle_ms,
+            start_id="0-0",
+            count=count,
+        )
+        entries = list(reply[1])
+        for entry_id in reply[2] if len(reply) > 2 else []:
+            log.error(
+                "submission %s was trimmed from the stream before a service took it", entry_id
+            )
+        if len(entries) < count:
+            fresh: Any = self.client.xreadgroup(
+                keys.SUBMISSIONS_GROUP,
+                self.consumer,
+                {keys.SUBMISSIONS: ">"},
+                count=count - len(entries),
+            )
+            for _, found in fresh or []:
+                entries += list(found)
+        return [(entry_id, _submission(entry_id, fields)) for entry_id, fields in entries]
+
+    def ack(self, entry_id: bytes) -> None:
+        self.client.xack(keys.SUBMISSIONS, keys.SUBMISSIONS_GROUP, entry_id)
+
+    def leave(self) -> None:
+        """Remove this consumer from the group if nothing is pending with it."""
+        self.forget_consumers(lambda name, idle_ms: name == self.consumer)
+
+    def forget_idle_consumers(self, idle_s: float) -> None:
+        """Remove consumers idle for ``idle_s`` with nothing pending (schedulers that
+        died; what they had pending was claimed by others)."""
+        self.forget_consumers(lambda name, idle_ms: idle_ms >= idle_s * 1000)
+
+    def forget_consumers(self, which: Callable[[str, int], bool]) -> None:
+        consumers: Any = self.client.xinfo_consumers(keys.SUBMISSIONS, keys.SUBMISSIONS_GROUP)
+        for info in consumers:
+            raw = info.get("name")
+            name = raw.decode() if isinstance(raw, bytes) else str(raw)
+            if not int(info.get("pending", 0)) and which(name, int(info.get("idle", 0))):
+                self.client.xgroup_delconsumer(keys.SUBMISSIONS, keys.SUBMISSIONS_GROUP, name)
+
+
+def _submission(entry_id: bytes, fields: dict[bytes, bytes] | None) -> Submission | None:
+    try:
+        return Submission.model_validate_json((fields or {})[b"submission"])
+    except (KeyError, ValidationError) as exc:
+        log.error("malformed submission %s: %s", entry_id, str(exc).splitlines()[0])
+        return None

@@ -15,32 +15,66 @@ Ours (prefix ``pact:``)::
         the run's log holds the success; its files are ``pact:artifact:`` blobs. See
         ``scheduler.cache``.
     pact:results                        stream  no TTL, MAXLEN ~100 000
-                                                                worker -> scheduler service
-        Result messages (field ``result`` = ResultMessage JSON); consumer group
-        ``scheduler``. Entries leave the group's pending list only when acknowledged.
-    pact:results:<run>                  stream  no TTL, MAXLEN ~100 000
-                                                                worker -> ``pact run``
-        The same, for one ``pact run --executor celery`` (no scheduler service).
+                                                                (none since per-run streams)
+        The results stream of scheduler services before runs had streams of their own;
+        nothing writes it now. ``ResultStream``'s tests and benchmarks still use the name.
+    pact:results:<run>                  stream  no TTL; 24 h once the run ends;
+                                                MAXLEN ~100 000 worker -> the run's owner
+        The results of one run's attempts (field ``result`` = ResultMessage JSON): a
+        task's ``reply_to``. Consumer group ``scheduler`` with one consumer, also
+        ``scheduler``: whoever owns the run (``pact run --executor celery``, or the
+        scheduler service holding ``pact:owner:<run>``). A new owner reads what the
+        last one was delivered and never acknowledged first (same consumer name), and
+        claims entries idle for a lease TTL (XAUTOCLAIM) that a paused ex-owner read.
     pact:attempt:<run>:<comp>:<phase>   string  7 days          scheduler -> worker
         The attempt number the scheduler considers current: the fencing token a
         worker checks before it starts (a missing key counts as current).
-    pact:lease:<run>:<comp>:<phase>:<n> string  queued: 24 h; running: ~10 s, renewed
+    pact:lease:<run>:<comp>:<phase>:<n> string  queued/sent: 24 h; running: ~10 s, renewed
                                                                 scheduler, worker -> scheduler
-        ``queued`` (dispatched, no worker yet) or ``running:<worker id>``. A running
-        lease that expires means the worker is gone: the scheduler dispatches n + 1.
+        ``queued`` (recorded, about to be sent), ``sent`` (the task message is on its
+        queue; no worker yet) or ``running:<worker id>``. A running lease that expires
+        means the worker is gone: the scheduler dispatches n + 1. A scheduler adopting
+        a run dispatches again only the attempts still ``queued`` (maybe never sent).
     pact:done:<run>:<comp>:<phase>:<n>  string  7 days          worker -> worker
         SET NX by the worker that publishes the result of attempt n: one result each.
     pact:worker:<id>                    string  3 heartbeats    worker -> workers, doctor, run
         A live worker process (Celery's hostname): JSON of roles, hostname, pid,
         concurrency, start and heartbeat time; written every 5 s
         (``PACT_WORKER_HEARTBEAT_S``), deleted when the worker stops cleanly.
-    pact:runs                           hash    no TTL          submit -> scheduler service
-        Run id -> JSON registry entry (project dir, status, submitted at).
+    pact:runs                           hash    no TTL          submit, scheduler -> pact runs
+        Run id -> JSON registry entry (project dir, state, counts, last owner and
+        since when). Fields are merged in Redis (one script), never read-modify-written.
+    pact:runs:active                    set     no TTL          scheduler -> schedulers
+        Ids of the runs in state ``active``: what schedulers look through for runs
+        whose owner's lease expired (adoption), without reading every entry.
+    pact:runs:fence                     hash    no TTL          scheduler -> scheduler
+        Run id -> the last fencing token issued for it (HINCRBY): each acquisition of
+        a run's lease gets a larger token than any before it.
+    pact:owner:<run>                    string  lease TTL (10 s), renewed every loop
+                                                                scheduler -> schedulers, pact runs
+        ``<token> <scheduler id>``: the scheduler service that owns the run. Set only
+        when absent (with a new token), extended only by its holder (compare and
+        extend), checked before every fsynced append to the run's audit log, deleted
+        by its holder on a clean stop or when the run ends. Expired: any scheduler may
+        adopt the run.
+    pact:runs:in_flight                 hash    no TTL; a run's entry dropped when it ends,
+                                                or 6 lease TTLs after its last count
+                                                                scheduler -> schedulers
+        Run id -> JSON: its attempts in flight per role as its owner last counted them
+        (every loop), the Redis time of that count and who made it. What the global
+        in-flight caps count: a run's attempts stay counted while it changes owner.
+    pact:schedulers                     hash    entries dropped 2 lease TTLs after
+                                                their last loop     scheduler -> schedulers
+        Scheduler id -> JSON: slots granted in its last loop (``reserved``), ready
+        items per role, runs driven, role caps, host, pid, Redis time of its last
+        loop. Read and written, with ``pact:runs:in_flight``, in one script per loop:
+        the global in-flight caps per role and the share of new runs each takes.
     pact:submissions                    stream  no TTL, MAXLEN ~10 000
-                                                                submit -> scheduler service
-        Submitted trees waiting for the service; consumer group ``service``.
-    pact:service:lock                   string  ~30 s, renewed  scheduler service -> itself
-        The id of the one running scheduler service (SET NX with a TTL).
+                                                                submit -> scheduler services
+        Submitted trees waiting for a service; consumer group ``service``, one consumer
+        per scheduler process (its id). An entry pending with a consumer for longer
+        than a lease TTL (the scheduler died before it acknowledged it) is claimed by
+        another (XAUTOCLAIM); the run's lease decides who creates the run.
 
 ``<run>`` is a run id (hex), ``<comp>`` a component id (a Python identifier),
 ``<phase>`` a :class:`~pact_workers.models.work.Phase` value (``contract``, ``test``,
@@ -90,8 +124,16 @@ SUBMISSIONS = "pact:submissions"
 SUBMISSIONS_GROUP = "service"
 #: Approximate cap on the length of the submissions stream.
 SUBMISSIONS_MAXLEN = 10_000
-#: Held (SET NX with a TTL) by the one running scheduler service.
-SERVICE_LOCK = "pact:service:lock"
+#: Set of the ids of active runs (adoption looks through it).
+ACTIVE_RUNS = "pact:runs:active"
+#: Hash: run id -> last fencing token issued for the run's lease.
+RUN_FENCES = "pact:runs:fence"
+#: Hash: scheduler id -> JSON of its last grant, demand and caps per role.
+SCHEDULERS = "pact:schedulers"
+#: Hash: run id -> JSON of its attempts in flight per role (the global caps count them).
+RUNS_IN_FLIGHT = "pact:runs:in_flight"
+#: How long a finished run's result stream is kept for late duplicates.
+FINISHED_RESULTS_TTL_S = 24 * 3600
 
 #: Time to live of the current-attempt (fencing) keys and the done markers: far longer
 #: than any run, short enough that finished runs clean up after themselves.
@@ -112,8 +154,13 @@ def action(key: str) -> str:
 
 
 def run_results(run_id: str) -> str:
-    """The results stream of a single ``pact run --executor celery``."""
+    """The results stream of one run (the ``reply_to`` of its tasks)."""
     return f"{RESULTS_STREAM}:{run_id}"
+
+
+def owner(run_id: str) -> str:
+    """The lease of the scheduler service that owns a run: ``<token> <scheduler id>``."""
+    return f"pact:owner:{run_id}"
 
 
 def _item(run_id: str, component_id: str, phase: str) -> str:

@@ -31,8 +31,10 @@ __all__ = ["Attempt", "LeaseHold", "Leases", "heartbeat_worker", "live_workers"]
 
 log = logging.getLogger(__name__)
 
-#: The lease value of a dispatched attempt no worker has started yet.
+#: The lease value of an attempt recorded as dispatched, its message maybe not sent yet.
 QUEUED = b"queued"
+#: The lease value of an attempt whose task message is on its queue (no worker yet).
+SENT = b"sent"
 #: Prefix of the lease value of a running attempt (``running:<worker id>``).
 RUNNING = b"running:"
 
@@ -98,6 +100,14 @@ class Leases:
             )
             pipe.set(_lease_key(task), QUEUED, px=_ms(self.queued_ttl_s))
         pipe.execute()
+
+    def mark_sent(self, tasks: Iterable[Attempt]) -> None:
+        """Record that the messages of ``tasks`` are on their queues: each ``queued`` lease
+        becomes ``sent`` (TTL kept), in one round trip. A lease a worker already holds,
+        or one that is gone, is left alone."""
+        lease_keys = [_lease_key(task) for task in tasks]
+        if lease_keys:
+            self._sent_script(keys=lease_keys, args=[QUEUED, SENT])
 
     def is_current(self, task: Attempt) -> bool:
         """Whether ``task`` is its item's current attempt, so a worker should run it.
@@ -206,6 +216,19 @@ class Leases:
             end
             redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
             return 1
+            """
+        )
+
+    @cached_property
+    def _sent_script(self) -> Any:
+        return self.client.register_script(
+            """
+            for _, key in ipairs(KEYS) do
+                if redis.call('GET', key) == ARGV[1] then
+                    redis.call('SET', key, ARGV[2], 'KEEPTTL')
+                end
+            end
+            return 0
             """
         )
 

@@ -24,7 +24,7 @@ from redis.exceptions import ResponseError
 from pact_workers.fleet import keys
 from pact_workers.models.work import ResultMessage
 
-__all__ = ["RESULT_FIELD", "Delivery", "ResultStream", "publish_result"]
+__all__ = ["RESULT_FIELD", "Delivery", "ResultStream", "ResultStreams", "publish_result"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,8 @@ class Delivery:
 
     entry_id: str
     result: ResultMessage
+    #: The stream it was read from.
+    stream: str = ""
 
 
 class ResultStream:
@@ -138,7 +140,16 @@ class ResultStream:
         ``block_ms <= 0`` does not block. The block is cut short below the client's
         socket timeout so that a quiet stream never looks like a dead connection.
         """
-        if self._phase == "live" and self._claim_due():
+        deliveries = self.backlog(count)
+        if deliveries:
+            return deliveries
+        return self._decode(self._read_group(">", count, block_ms=self._block_ms(block_ms)))
+
+    def backlog(self, count: int = 100) -> list[Delivery]:
+        """What :meth:`read` returns before new entries: this consumer's own pending
+        entries (after construction or :meth:`reset`), then a claim pass when one is
+        due. Empty when there is none: the caller reads new entries (``>``) next."""
+        if self.live and self._claim_due():
             self._phase = "claim"
             self._claim_cursor = "0-0"
         while self._phase == "pending":
@@ -151,11 +162,15 @@ class ResultStream:
             if deliveries:
                 return deliveries
         while self._phase == "claim":
-            entries = self._claim(count)
-            deliveries = self._decode(entries)
+            deliveries = self._decode(self._claim(count))
             if deliveries:
                 return deliveries
-        return self._decode(self._read_group(">", count, block_ms=self._block_ms(block_ms)))
+        return []
+
+    @property
+    def live(self) -> bool:
+        """True once the backlog is read: only new entries are left to read."""
+        return self._phase == "live"
 
     def ack(self, entry_ids: Sequence[str]) -> None:
         """Acknowledge applied results: they leave the pending list for good."""
@@ -262,9 +277,108 @@ class ResultStream:
                     str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
                 )
                 continue
-            deliveries.append(Delivery(entry_id=entry_id, result=result))
+            deliveries.append(Delivery(entry_id=entry_id, result=result, stream=self.stream))
         if bad:
             self.malformed += len(bad)
             self._with_group(lambda: self.client.xack(self.stream, self.group, *bad))
         self._outstanding.update(d.entry_id for d in deliveries)
         return deliveries
+
+
+class ResultStreams:
+    """Several results streams read as one: the streams of the runs a scheduler owns.
+
+    Each stream is a :class:`ResultStream` of the same group and consumer name, so a
+    stream attached by a new owner starts with what the last one was delivered and
+    never acknowledged, then claims what is idle. Once every attached stream's
+    backlog is read, one XREADGROUP over all of them waits for new entries, so that
+    owning many runs costs one blocking read per loop, not one per run.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        group: str = keys.RESULTS_GROUP,
+        consumer: str = "scheduler",
+        claim_idle_ms: int = 30_000,
+    ) -> None:
+        self.client = client
+        self.group = group
+        self.consumer = consumer
+        self.claim_idle_ms = claim_idle_ms
+        self._streams: dict[str, ResultStream] = {}
+
+    @property
+    def streams(self) -> list[str]:
+        return list(self._streams)
+
+    def attach(self, stream: str) -> None:
+        """Read ``stream`` too (its group created if need be), backlog first."""
+        if stream not in self._streams:
+            reader = ResultStream(
+                self.client,
+                stream,
+                group=self.group,
+                consumer=self.consumer,
+                claim_idle_ms=self.claim_idle_ms,
+            )
+            reader.ensure_group()
+            self._streams[stream] = reader
+
+    def detach(self, stream: str) -> None:
+        """Stop reading ``stream``; what was delivered and not acknowledged stays pending
+        for the consumer name, i.e. for the next reader of the stream."""
+        self._streams.pop(stream, None)
+
+    def read(self, block_ms: int, count: int = 100) -> list[Delivery]:
+        """Backlogs first (no wait), else new entries of any stream, waiting up to
+        ``block_ms`` for the first; up to ``count`` per stream."""
+        out: list[Delivery] = []
+        for reader in list(self._streams.values()):
+            out += reader.backlog(count)
+        if out or not self._streams:
+            if not self._streams and block_ms > 0:
+                time.sleep(block_ms / 1000)
+            return out
+        readers = list(self._streams.values())
+        block = readers[0]._block_ms(block_ms)
+        try:
+            response = self._read_new(count, block)
+        except ResponseError as exc:
+            if not str(exc).startswith("NOGROUP"):
+                raise
+            log.warning("a results stream lost its consumer group; recreating the groups")
+            for reader in readers:
+                reader.ensure_group()
+            response = self._read_new(count, block)
+        for name, entries in response:
+            found = self._streams.get(_text(name))
+            if found is not None:
+                out += found._decode(list(entries))
+        return out
+
+    def _read_new(self, count: int, block_ms: int | None) -> list[tuple[Any, Any]]:
+        response: Any = self.client.xreadgroup(
+            self.group,
+            self.consumer,
+            {name: ">" for name in self._streams},
+            count=count,
+            block=block_ms,
+        )
+        if not response:
+            return []
+        if isinstance(response, dict):  # RESP3
+            return [(name, value[0]) for name, value in response.items() if value]
+        return [(name, entries) for name, entries in response]
+
+    def ack(self, stream: str, entry_ids: Sequence[str]) -> None:
+        """Acknowledge applied results of ``stream`` (attached or not: a run given up
+        still acknowledges what its log holds)."""
+        if not entry_ids:
+            return
+        reader = self._streams.get(stream)
+        if reader is not None:
+            reader.ack(entry_ids)
+        else:
+            self.client.xack(stream, self.group, *entry_ids)

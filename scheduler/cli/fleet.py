@@ -84,16 +84,36 @@ def scheduler_service(
         str,
         typer.Option(
             envvar="PACT_MAX_IN_FLIGHT",
-            help="Global caps per role across runs, e.g. code_author=8,integrator=2 "
-            "(default 16 each)",
+            help="Caps per role on the attempts in flight across all runs and schedulers, "
+            "e.g. code_author=8,integrator=2 (default 16 each; give every scheduler the same)",
         ),
     ] = "",
     metrics_port: Annotated[
         int, typer.Option(envvar="PACT_METRICS_PORT", help="Serve Prometheus metrics (0: off)")
     ] = 0,
     metrics_addr: Annotated[str, typer.Option(envvar="PACT_METRICS_ADDR")] = "127.0.0.1",
+    lease_ttl: Annotated[
+        float,
+        typer.Option(
+            "--lease-ttl",
+            envvar="PACT_SCHEDULER_LEASE_TTL_S",
+            help="Seconds a run's lease lives without renewal: how soon another scheduler "
+            "takes over the runs of one that died",
+        ),
+    ] = 10.0,
+    max_runs: Annotated[
+        int,
+        typer.Option(
+            envvar="PACT_MAX_RUNS",
+            help="Runs this scheduler drives at once; more wait for another scheduler",
+        ),
+    ] = 64,
 ) -> None:
-    """Run the scheduler service: drive every submitted run over the fleet."""
+    """Run a scheduler service: drive submitted runs over the fleet.
+
+    Any number of them may run against one Redis and one shared --runs-dir: each run
+    is driven by one at a time, and the runs of one that stops are taken by another.
+    """
     with user_errors():
         service = commands.make_service(
             broker_url=broker,
@@ -101,6 +121,8 @@ def scheduler_service(
             max_in_flight=max_in_flight,
             metrics_port=metrics_port,
             metrics_addr=metrics_addr,
+            lease_ttl_s=lease_ttl,
+            max_runs=max_runs,
         )
     service.install_signal_handlers()
     say(f"scheduler service {service.service_id} driving runs in {runs_dir}", to_err=True)
@@ -182,20 +204,27 @@ def runs(
     broker: BrokerOption,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
-    """List the runs the scheduler service knows, with their state."""
+    """List the runs the scheduler services know: state, progress and owning scheduler.
+
+    An active run's owner is the scheduler holding its lease; "(lease expired)" means
+    its scheduler stopped and another is about to adopt it.
+    """
     with user_errors():
         entries = commands.list_service_runs(broker_url=broker)
     if as_json:
         print_json([e.model_dump() for e in entries])
         raise typer.Exit(EXIT_OK)
     table = Table()
-    for col in ("run", "tree", "state", "priority", "items", "cost", "submitted", "reason"):
+    columns = ("run", "tree", "state", "owner", "priority", "items", "cost", "submitted")
+    for col in (*columns, "reason"):
         table.add_column(col)
     for e in entries:
+        owner = e.owner or ("(lease expired)" if e.state == "active" else "")
         cells = (
             e.run_id,
             e.name,
             e.state,
+            owner,
             str(e.priority),
             f"{e.items_done}/{e.items_total}",
             format_usd(e.cost_usd),

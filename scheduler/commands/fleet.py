@@ -14,6 +14,7 @@ from pact_workers.errors import InputError
 from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
 from scheduler.commands.agents import SANDBOXES
 from scheduler.metrics import SchedulerMetrics
+from scheduler.ownership import lease_holders
 from scheduler.registry import (
     RunEntry,
     check_priority,
@@ -21,7 +22,7 @@ from scheduler.registry import (
     queue_submissions,
     read_submissions,
 )
-from scheduler.service import SchedulerService
+from scheduler.service import DEFAULT_LEASE_TTL_S, MAX_ACTIVE_RUNS, SchedulerService
 from scheduler.settings import Settings, load_settings
 
 
@@ -149,6 +150,8 @@ def make_service(
     max_in_flight: str = "",
     metrics_port: int = 0,
     metrics_addr: str = "127.0.0.1",
+    lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+    max_runs: int = MAX_ACTIVE_RUNS,
 ) -> SchedulerService:
     """Validate the service's options and build it (it connects to Redis here)."""
     from pact_workers.app import QUEUES
@@ -164,6 +167,10 @@ def make_service(
         caps[role] = int(value)
     if runs_dir.exists() and not runs_dir.is_dir():
         raise InputError(f"--runs-dir {runs_dir}: exists and is not a directory")
+    if not 1.0 <= lease_ttl_s <= 600.0:
+        raise InputError(f"--lease-ttl must be between 1 and 600 seconds, got {lease_ttl_s}")
+    if max_runs < 1:
+        raise InputError(f"--max-runs must be at least 1, got {max_runs}")
     metrics = None
     if metrics_port:
         metrics = SchedulerMetrics()
@@ -173,6 +180,8 @@ def make_service(
         runs_dir=runs_dir,
         role_caps=caps,
         metrics=metrics,
+        lease_ttl_s=lease_ttl_s,
+        max_runs=max_runs,
     )
 
 
@@ -227,8 +236,22 @@ def submit_batch(
 
 
 def list_service_runs(*, broker_url: str) -> list[RunEntry]:
+    """Every run of the registry. An active run's owner is the holder of its lease now
+    (empty: the lease expired and no scheduler has adopted the run yet)."""
     client = broker_client(broker_url)
     try:
-        return list_runs(client)
+        entries = list_runs(client)
+        active = [e.run_id for e in entries if e.state == "active"]
+        holders = lease_holders(client, active)
     finally:
         client.close()
+    for i, entry in enumerate(entries):
+        if entry.run_id in holders:
+            holder = holders[entry.run_id]
+            entries[i] = entry.model_copy(
+                update={
+                    "owner": holder.scheduler_id if holder else "",
+                    "lease_token": holder.token if holder else entry.lease_token,
+                }
+            )
+    return entries

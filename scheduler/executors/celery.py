@@ -1,9 +1,12 @@
 """The Celery executor: attempts run on the fleet, results come back through Redis.
 
 :class:`CeleryFleet` is the connection a scheduler process shares between its
-runs: it sends task messages to the role queues, reads the result stream with a
-consumer group, and watches the leases of what it sent. :class:`CeleryExecutor`
-is one run's view of it, with the same interface as the local executor.
+runs: it sends task messages to the role queues, reads the runs' result streams
+with a consumer group, and watches the leases of what it sent. Each run has a
+stream of its own (``pact:results:<run>``, its tasks' ``reply_to``), so results
+reach whichever scheduler owns the run, and a scheduler that gives a run up leaves
+its unacknowledged results to the next owner. :class:`CeleryExecutor` is one run's
+view of it, with the same interface as the local executor.
 
 Failure detection is the scheduler's, not the broker's: an attempt whose lease
 is gone (and whose worker left no "done" marker) is reported lost within about
@@ -25,8 +28,8 @@ from celery import Celery
 from pact_workers.app import QUEUES, TASK_NAMES, fleet_config
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import check_redis_url, redis_from_url
-from pact_workers.fleet.leases import QUEUED, RUNNING, Leases
-from pact_workers.fleet.results import ResultStream
+from pact_workers.fleet.leases import QUEUED, RUNNING, SENT, Leases
+from pact_workers.fleet.results import ResultStreams
 from pact_workers.models.work import ROLE_FOR_PHASE, Phase, ResultMessage, TaskMessage
 
 log = logging.getLogger(__name__)
@@ -49,38 +52,53 @@ class CeleryFleet:
         self,
         broker_url: str,
         *,
-        stream: str = keys.RESULTS_STREAM,
+        stream: str | None = None,
         consumer: str = "scheduler",
         lease_ttl_s: float = 10.0,
         claim_grace_s: float = 30.0,
+        claim_idle_ms: int = 30_000,
     ) -> None:
+        """``stream``: one stream for every result (default: each run's own,
+        :func:`keys.run_results`, attached by :meth:`attach` or the first submit)."""
         self.broker_url = check_redis_url(broker_url)
         self.client = redis_from_url(self.broker_url)
         self.stream = stream
         self.leases = Leases(self.client, ttl_s=lease_ttl_s)
-        self.results = ResultStream(self.client, stream, consumer=consumer)
-        self.results.ensure_group()
+        self.results = ResultStreams(self.client, consumer=consumer, claim_idle_ms=claim_idle_ms)
+        if stream is not None:
+            self.results.attach(stream)
         self.celery = Celery("pact_scheduler", set_as_current=False)
         self.celery.conf.update(fleet_config(self.broker_url))
         self._in_flight: dict[Lease, float] = {}
-        self._entries: dict[str, list[str]] = defaultdict(list)
-        #: Entries whose results are logged, acknowledged in one XACK at the next read:
-        #: a crash before that only means a redelivery, which the fencing drops.
-        self._acked: list[str] = []
+        #: Stream entries of each result read and not yet acknowledged.
+        self._entries: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        #: Entries whose results are logged, acknowledged in one XACK per stream at the
+        #: next read: a crash before that only means a redelivery, which the fencing drops.
+        self._acked: dict[str, list[str]] = defaultdict(list)
         self._outbox: list[TaskMessage] = []
         self._adopted: set[Lease] = set()
         self._taken_since: dict[Lease, float] = {}
         #: How long a taken message may go unclaimed before its attempt counts as lost.
         self.claim_grace_s = claim_grace_s
 
+    def stream_of(self, run_id: str) -> str:
+        """Where the results of ``run_id``'s attempts are published."""
+        return self.stream or keys.run_results(run_id)
+
+    def attach(self, run_id: str) -> None:
+        """Read the results of ``run_id`` (first those its last reader left unacknowledged)."""
+        self.results.attach(self.stream_of(run_id))
+
     def submit(self, task: TaskMessage) -> None:
         """Queue ``task`` for sending; :meth:`flush` (or the next read) sends the batch."""
-        self._outbox.append(task.model_copy(update={"reply_to": self.stream}))
+        self.attach(task.run_id)
+        self._outbox.append(task.model_copy(update={"reply_to": self.stream_of(task.run_id)}))
 
     def flush(self) -> None:
         """Send what was submitted: the fencing tokens and leases of the whole batch in
-        one round trip, then one message per task. The audit log already holds each
-        dispatch, so a crash before this point re-dispatches them on recovery."""
+        one round trip, then one message per task, then one round trip marking them
+        sent. The audit log already holds each dispatch, so a crash before this point
+        re-dispatches them on recovery."""
         batch, self._outbox = self._outbox, []
         if not batch:
             return
@@ -103,24 +121,37 @@ class CeleryFleet:
                 retry_policy=SEND_RETRY_POLICY,
             )
             self._in_flight[_lease(task)] = time.monotonic()
+        # A scheduler that adopts the run later knows these need no second dispatch.
+        self.leases.mark_sent(batch)
 
     def read(self, timeout_s: float) -> list[ResultMessage]:
         self.flush()
         self.flush_acks()
         out = []
         for delivery in self.results.read(block_ms=max(int(timeout_s * 1000), 0)):
-            self._entries[delivery.result.idempotency_key].append(delivery.entry_id)
-            out.append(delivery.result)
+            result = delivery.result
+            if self.stream is None and delivery.stream != keys.run_results(result.run_id):
+                log.error(
+                    "result entry %s on %s names run %s; dropped",
+                    delivery.entry_id,
+                    delivery.stream,
+                    result.run_id,
+                )
+                self.results.ack(delivery.stream, [delivery.entry_id])
+                continue
+            self._entries[result.idempotency_key].append((delivery.stream, delivery.entry_id))
+            out.append(result)
         return out
 
     def ack(self, result: ResultMessage) -> None:
-        self._acked.extend(self._entries.pop(result.idempotency_key, []))
+        for stream, entry_id in self._entries.pop(result.idempotency_key, []):
+            self._acked[stream].append(entry_id)
         self._in_flight.pop(_lease(result), None)
 
     def flush_acks(self) -> None:
-        if self._acked:
-            self.results.ack(self._acked)
-            self._acked = []
+        acked, self._acked = self._acked, defaultdict(list)
+        for stream, entry_ids in acked.items():
+            self.results.ack(stream, entry_ids)
 
     def adopt(self, leases: list[Lease]) -> None:
         """Watch attempts a previous scheduler dispatched. One still ``queued`` may never
@@ -152,8 +183,8 @@ class CeleryFleet:
         for r, c, p, a in mine:
             pipe.exists(keys.done(r, c, p.value, a))
         done = pipe.execute()
-        queued = [k for k in mine if states.get((k[0], k[1], k[2].value, k[3])) == QUEUED]
-        taken = self._taken_task_ids() if queued else set()
+        waiting = [k for k in mine if states.get((k[0], k[1], k[2].value, k[3])) in (QUEUED, SENT)]
+        taken = self._taken_task_ids() if waiting else set()
         now = time.monotonic()
         gone = []
         for lease, finished in zip(mine, done, strict=True):
@@ -163,7 +194,7 @@ class CeleryFleet:
             self._adopted.discard(lease)
             # A worker took the message (it is in the broker's unacked hash) but never
             # claimed the lease: it died in between, or could not reach Redis to claim.
-            if state == QUEUED and task_id_of(lease) in taken:
+            if state in (QUEUED, SENT) and task_id_of(lease) in taken:
                 since = self._taken_since.setdefault(lease, now)
                 unclaimed = now - since > self.claim_grace_s
             else:
@@ -186,9 +217,23 @@ class CeleryFleet:
                 continue
         return ids
 
-    def forget_run(self, run_id: str) -> None:
+    def forget_run(self, run_id: str, *, finished: bool = False) -> None:
+        """Stop watching ``run_id``: its attempts, and (unless one stream serves every
+        run) its result stream. Results read and not acknowledged stay pending for the
+        next owner. ``finished``: the run ended; its stream expires after a day (late
+        duplicates land there, and nobody reads them)."""
         for lease in [k for k in self._in_flight if k[0] == run_id]:
             self._in_flight.pop(lease, None)
+            self._adopted.discard(lease)
+            self._taken_since.pop(lease, None)
+        for key in [k for k in self._entries if k.startswith(f"{run_id}:")]:
+            del self._entries[key]
+        if self.stream is None:
+            stream = keys.run_results(run_id)
+            self.results.detach(stream)
+            if finished:
+                self.flush_acks()
+                self.client.expire(stream, keys.FINISHED_RESULTS_TTL_S)
 
     def close(self) -> None:
         try:
@@ -211,6 +256,7 @@ class CeleryExecutor:
         self.run_id = run_id
         self.capacity = capacity
         self.owns_fleet = owns_fleet
+        fleet.attach(run_id)
 
     @classmethod
     def single_run(

@@ -45,9 +45,10 @@ DOCKER_SOCKET = Path("/var/run/docker.sock")
 #: The image's unprivileged user; workers get the socket's group (as deploy/compose.sh).
 FLEET_UID = 10010
 BROKER = "redis://redis:6379/0"
+SCHEDULERS = {"scheduler", "scheduler-2"}
 SERVICES = {
     "redis",
-    "scheduler",
+    *SCHEDULERS,
     "worker-contract",
     "worker-test",
     "worker-code",
@@ -410,9 +411,13 @@ def test_compose_fleet_runs_the_example_with_docker_sandboxes() -> None:
         stack.wait_healthy(HEALTHY_TIMEOUT_S)
         timings["up to healthy"] = time.monotonic() - started
 
-        # Every worker runs as the user chosen for it, with the socket mounted.
+        # Every worker runs as the user chosen for it, with the socket mounted; the two
+        # schedulers' hostnames begin their ids.
+        scheduler_hosts = set()
         for doc in stack.inspect(stack.containers()):
             service = doc["Config"]["Labels"]["com.docker.compose.service"]
+            if service in SCHEDULERS:
+                scheduler_hosts.add(str(doc["Config"]["Hostname"]))
             assert doc["Config"]["Labels"].get("pact-fleet.compose") == "1", service
             assert doc["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped", service
             if service.startswith("worker-"):
@@ -451,6 +456,9 @@ def test_compose_fleet_runs_the_example_with_docker_sandboxes() -> None:
         timings["example run"] = time.monotonic() - started
         assert entry.get("state") == "completed", f"{entry}\n{stack.logs()}"
         assert entry["items_done"] == entry["items_total"] > 0, entry
+        # One of the two schedulers drove it (a scheduler id is host:pid:suffix).
+        assert len(scheduler_hosts) == 2
+        assert str(entry["owner"]).split(":")[0] in scheduler_hosts, entry
 
         # Flower: closed without credentials, and it saw the run's tasks on every role.
         flower = f"http://127.0.0.1:{stack.flower_port}"

@@ -45,7 +45,10 @@ def test_key_builders_put_every_key_under_the_pact_prefix() -> None:
     assert keys.RUNS == "pact:runs"
     assert keys.SUBMISSIONS == "pact:submissions"
     assert keys.SUBMISSIONS_GROUP == "service"
-    assert keys.SERVICE_LOCK == "pact:service:lock"
+    assert keys.owner("a1b2") == "pact:owner:a1b2"
+    assert keys.ACTIVE_RUNS == "pact:runs:active"
+    assert keys.RUN_FENCES == "pact:runs:fence"
+    assert keys.SCHEDULERS == "pact:schedulers"
 
 
 def test_a_phase_and_its_value_build_the_same_key() -> None:
@@ -66,7 +69,10 @@ def test_every_key_is_documented_in_the_keys_module() -> None:
         "pact:worker:<id>",
         "pact:runs",
         "pact:submissions",
-        "pact:service:lock",
+        "pact:owner:<run>",
+        "pact:runs:active",
+        "pact:runs:fence",
+        "pact:schedulers",
         "pact.<role>",
         "unacked_index",
         "_kombu.binding.",
