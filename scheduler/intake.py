@@ -66,6 +66,7 @@ class Intake:
         submissions: SubmissionQueue,
         runs_dir: Path,
         retry_after_s: float,
+        scan_every_s: float,
         clock: Callable[[], float],
         open_run: Callable[[str, int], None],
     ) -> None:
@@ -74,16 +75,20 @@ class Intake:
         self.submissions = submissions
         self.runs_dir = runs_dir
         self.retry_after_s = retry_after_s
+        self.scan_every_s = scan_every_s
         self.clock = clock
         self.open_run = open_run
         #: Runs this service could not open, left to others until then.
         self._unopenable: dict[str, float] = {}
+        self._scanned_at = float("-inf")
 
     def adopt_orphans(self, room: int, active: Container[str]) -> int:
-        """Take up to ``room`` active runs whose lease nobody holds; returns how many."""
-        if room <= 0:
-            return 0
+        """Take up to ``room`` active runs whose lease nobody holds; returns how many.
+        Looks for them every ``scan_every_s`` at most (a busy loop turns often)."""
         now = self.clock()
+        if room <= 0 or now - self._scanned_at < self.scan_every_s:
+            return 0
+        self._scanned_at = now
         orphans = [
             r
             for r in self.leases.orphans()

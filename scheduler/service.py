@@ -15,14 +15,14 @@ How the work is shared:
   write: a service that lost a run, even one paused and resumed long after, cannot
   append a line to it. A service that finds a lease gone drops that run (closes it
   without writing anything, not even a snapshot) and carries on with the others.
-- **Adoption.** Each loop a service looks for active runs whose lease nobody holds
-  (``pact:runs:active`` against ``pact:owner:<run>``), takes the lease with a new
-  token and reopens the run from its log, as a restarted service would: in-flight
-  attempts are adopted, not dispatched again (only those whose message may never
-  have been sent are). A SIGKILLed service's runs are thus taken within one lease
-  TTL plus a loop. A run still locked by a process on this machine (a paused
-  owner) is left until that process lets go. A clean stop releases every lease, so
-  others adopt at once.
+- **Adoption.** Every second (every eighth of a TTL, if that is shorter) a service
+  looks for active runs whose lease nobody holds (``pact:runs:active`` against
+  ``pact:owner:<run>``), takes the lease with a new token and reopens the run from
+  its log, as a restarted service would: in-flight attempts are adopted, not
+  dispatched again (only those whose message may never have been sent are). A
+  SIGKILLed service's runs are thus taken within one lease TTL plus a scan. A run
+  still locked by a process on this machine (a paused owner) is left until that
+  process lets go. A clean stop releases every lease, so others adopt at once.
 - **Submissions.** Each service reads ``pact:submissions`` as a consumer of its own
   in the group ``service``; an entry a service read and never acknowledged (it died
   in between) is claimed by another after a lease TTL (XAUTOCLAIM). The run's lease
@@ -92,6 +92,8 @@ DEFAULT_ROLE_CAP = 16
 MAX_ACTIVE_RUNS = 64
 #: Seconds a run's lease lives without renewal (``--lease-ttl``).
 DEFAULT_LEASE_TTL_S = 10.0
+#: How often (at most) a service looks for runs to adopt; less for short lease TTLs.
+ORPHAN_SCAN_S = 1.0
 #: A run this service could not open is left to others for this many lease TTLs.
 UNOPENABLE_TTLS = 10
 #: A submissions consumer idle this long with nothing pending is a service long gone.
@@ -147,6 +149,7 @@ class SchedulerService:
             submissions=self.submissions,
             runs_dir=self.runs_dir,
             retry_after_s=UNOPENABLE_TTLS * self.lease_ttl_s,
+            scan_every_s=min(ORPHAN_SCAN_S, self.lease_ttl_s / 8),
             clock=self.clock,
             open_run=self._open,
         )

@@ -74,7 +74,9 @@ Ours (prefix ``pact:``)::
         Submitted trees waiting for a service; consumer group ``service``, one consumer
         per scheduler process (its id). An entry pending with a consumer for longer
         than a lease TTL (the scheduler died before it acknowledged it) is claimed by
-        another (XAUTOCLAIM); the run's lease decides who creates the run.
+        another (XAUTOCLAIM); the run's lease decides who creates the run. A consumer
+        leaves the group when its scheduler stops cleanly, or a day after its last
+        read with nothing pending.
 
 ``<run>`` is a run id (hex), ``<comp>`` a component id (a Python identifier),
 ``<phase>`` a :class:`~pact_workers.models.work.Phase` value (``contract``, ``test``,

@@ -49,6 +49,7 @@ def test_key_builders_put_every_key_under_the_pact_prefix() -> None:
     assert keys.ACTIVE_RUNS == "pact:runs:active"
     assert keys.RUN_FENCES == "pact:runs:fence"
     assert keys.SCHEDULERS == "pact:schedulers"
+    assert keys.RUNS_IN_FLIGHT == "pact:runs:in_flight"
 
 
 def test_a_phase_and_its_value_build_the_same_key() -> None:
@@ -73,6 +74,7 @@ def test_every_key_is_documented_in_the_keys_module() -> None:
         "pact:runs:active",
         "pact:runs:fence",
         "pact:schedulers",
+        "pact:runs:in_flight",
         "pact.<role>",
         "unacked_index",
         "_kombu.binding.",
