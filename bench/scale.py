@@ -63,7 +63,7 @@ def run_one(components: int, workers: int) -> dict[str, Any]:
         settings = Settings()
         start_run(project, tree, tree_bytes=json.dumps(data).encode(), settings=settings)
         clock = VirtualClock()
-        store = project.store()
+        store = project.store(deferred=True)
         executor = _Accounted(
             SimulatedExecutor(workers=workers, store=store, clock=clock, latency=lambda c, p: 600.0)
         )

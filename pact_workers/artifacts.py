@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pact_workers.errors import ArtifactError
-from pact_workers.files import atomic_write
+from pact_workers.files import atomic_write, sync_filesystem
 from pact_workers.sandbox.base import safe_relpath
 
 Bundle = dict[str, bytes]
@@ -83,6 +83,12 @@ class ArtifactStore:
             self.blobs.put_blob(data)
         return self.blobs.put_blob(doc)
 
+    def sync(self) -> None:
+        """Make deferred writes durable, where the blob store defers them."""
+        sync = getattr(self.blobs, "sync", None)
+        if sync is not None:
+            sync()
+
     def get_manifest(self, digest: str) -> dict[str, str]:
         with self._lock:
             cached = self._manifests.get(digest)
@@ -137,10 +143,14 @@ class DirectoryBlobStore:
     dispatches).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, deferred: bool = False) -> None:
         self.root = Path(root)
         self._root = str(self.root)
         self._known: set[str] = set()
+        #: Write blobs without an fsync each; :meth:`sync` makes them durable at once
+        #: (the run loop calls it before it commits events that name them).
+        self.deferred = deferred
+        self._unsynced = False
 
     def _path(self, digest: str) -> str:
         algo, _, hexd = digest.partition(":")
@@ -154,9 +164,16 @@ class DirectoryBlobStore:
             return digest
         path = self._path(digest)
         if not os.path.exists(path):
-            atomic_write(Path(path), data)
+            atomic_write(Path(path), data, fsync=not self.deferred)
+            self._unsynced = self._unsynced or self.deferred
         self._known.add(digest)
         return digest
+
+    def sync(self) -> None:
+        """Make every blob written so far durable (one file-system sync)."""
+        if self._unsynced:
+            self._unsynced = False
+            sync_filesystem(self.root)
 
     def get_blob(self, digest: str) -> bytes:
         path = self._path(digest)

@@ -200,7 +200,9 @@ def open_run(
         raise RunDirError(f"{project.root}: no run here")
     settings = load_settings(project.settings_path)
     store = ArtifactStore(
-        TieredBlobStore(DirectoryBlobStore(project.artifacts_dir), RedisBlobStore(client))
+        TieredBlobStore(
+            DirectoryBlobStore(project.artifacts_dir, deferred=True), RedisBlobStore(client)
+        )
     )
     controller = RunController(
         project,

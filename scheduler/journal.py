@@ -36,8 +36,12 @@ class RunJournal:
         *,
         listener: Listener | None = None,
         fence: Callable[[], None] | None = None,
+        before_commit: Callable[[], None] | None = None,
     ) -> None:
         self.project = project
+        #: Called before staged events are written: makes what they name durable (the
+        #: artifact store's deferred writes), so that no event outlives its data.
+        self.before_commit = before_commit
         self.listener = listener
         self.audit = AuditLog(project.audit_path, fence=fence)
         self.state = RunState()
@@ -63,6 +67,8 @@ class RunJournal:
 
     def commit(self) -> None:
         """Make the staged events durable (one fsync), then carry out their effects."""
+        if self.audit.staged and self.before_commit is not None:
+            self.before_commit()
         self.audit.commit()
         effects, self._effects = self._effects, []
         for effect in effects:
@@ -80,7 +86,7 @@ class RunJournal:
         )
         if not due or (every and self.state.last_seq == self._snapshot_seq):
             return
-        self.project.write_state(self.state)
+        self.project.write_state(self.state, log_offset=self.audit.size)
         self._snapshot_seq = self.state.last_seq
         self._snapshot_at = now
 
@@ -90,6 +96,10 @@ class RunJournal:
         O(items), so a run of n items writes one every n events at most)."""
         every = max(SNAPSHOT_EVERY_EVENTS, len(self.state.items))
         self.snapshot(every=every, every_s=SNAPSHOT_EVERY_S)
+
+    def abandon(self) -> None:
+        """Release the run writing nothing (it is another process's now)."""
+        self.audit.close()
 
     def close(self) -> None:
         """Write the final snapshot and release the run.

@@ -58,14 +58,16 @@ class ProjectDir:
                 "`pact run TREE --project DIR`"
             )
 
-    def store(self) -> ArtifactStore:
-        return ArtifactStore(DirectoryBlobStore(self.artifacts_dir))
+    def store(self, *, deferred: bool = False) -> ArtifactStore:
+        """The run's artifact store; ``deferred``: blobs are made durable together by
+        the store's ``sync`` (what a run loop does before each commit)."""
+        return ArtifactStore(DirectoryBlobStore(self.artifacts_dir, deferred=deferred))
 
-    def write_state(self, state: RunState) -> None:
-        """Write ``state`` as the snapshot of the whole log as it is on disk now
-        (atomically, compactly, marked: see :mod:`scheduler.snapshot`). The state must
-        cover exactly the log's committed events."""
-        atomic_write(self.state_path, snapshot_bytes(state, self.audit_path))
+    def write_state(self, state: RunState, *, log_offset: int | None = None) -> None:
+        """Write ``state`` as the snapshot of the log up to ``log_offset`` bytes (default:
+        the whole log as it is on disk now), atomically, compactly and marked (see
+        :mod:`scheduler.snapshot`). The state must cover exactly those events."""
+        atomic_write(self.state_path, snapshot_bytes(state, self.audit_path, log_offset))
 
     def read_state(self) -> RunState:
         try:

@@ -78,7 +78,7 @@ class RunController(ResultHandling):
         #: Set (by a signal handler) to stop between steps: the run is left interrupted.
         self.stop = stop
         #: The audit log, the state folded from it, and the effects waiting for it.
-        self.journal = RunJournal(project, listener=listener, fence=fence)
+        self.journal = RunJournal(project, listener=listener, fence=fence, before_commit=store.sync)
         self.scheduler: WavefrontScheduler | None = None
         #: What one attempt of each phase may cost before any has been seen (per run).
         self._prior_usd: dict[Phase, float] | None = None
@@ -133,6 +133,11 @@ class RunController(ResultHandling):
     def close(self) -> None:
         """Write the final snapshot and release the run."""
         self.journal.close()
+
+    def abandon(self) -> None:
+        """Release the run writing nothing, not even a snapshot (another scheduler
+        owns it now)."""
+        self.journal.abandon()
 
     def commit(self) -> None:
         """Make the staged events durable (one fsync), then carry out their effects."""

@@ -264,7 +264,7 @@ class SchedulerService:
         if run is None:
             return
         # Not controller.close(): that writes a snapshot, and the run is another's now.
-        run.controller.journal.audit.close()
+        run.controller.abandon()
         self.fleet.forget_run(run_id)
         log.warning("run %s given up: %s", run_id, why)
 

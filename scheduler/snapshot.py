@@ -61,9 +61,11 @@ def log_mark(log: Path, offset: int | None = None) -> tuple[int, str]:
     return offset, hashlib.sha256(line_before(log, offset)).hexdigest()
 
 
-def snapshot_bytes(state: RunState, log: Path) -> bytes:
-    """state.json's content for ``state``, marked as covering ``log`` as it is now."""
-    offset, digest = log_mark(log)
+def snapshot_bytes(state: RunState, log: Path, offset: int | None = None) -> bytes:
+    """state.json's content for ``state``, marked as covering ``log`` up to ``offset``
+    (default: as it is now). A writer that knows how much of the log it wrote says so:
+    lines another process appended since are then not claimed."""
+    offset, digest = log_mark(log, offset)
     body = state.model_dump_json(exclude_defaults=True).encode()
     header = (
         f'{{"log_offset":{offset},"log_tail_digest":"{digest}",'

@@ -26,3 +26,9 @@ class TieredBlobStore:
 
     def has_blob(self, digest: str) -> bool:
         return self.local.has_blob(digest) or self.remote.has_blob(digest)
+
+    def sync(self) -> None:
+        """Make the local tier's deferred writes durable (Redis keeps its own)."""
+        sync = getattr(self.local, "sync", None)
+        if sync is not None:
+            sync()

@@ -253,13 +253,13 @@ def drive_run(
             cache = RedisActionCache(fleet_executor.fleet.client)
         store = ArtifactStore(
             TieredBlobStore(
-                DirectoryBlobStore(project.artifacts_dir),
+                DirectoryBlobStore(project.artifacts_dir, deferred=True),
                 RedisBlobStore(fleet_executor.fleet.client),
             )
         )
         executor = fleet_executor
     else:
-        store = project.store()
+        store = project.store(deferred=True)
         executor = LocalExecutor(workers=workers, agent=agent, sandbox=sandbox, store=store)
     try:
         controller = RunController(
