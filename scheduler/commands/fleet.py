@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -13,7 +13,6 @@ from pact_workers.agents.replay import load_replay_script
 from pact_workers.errors import InputError
 from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
 from scheduler.commands.agents import SANDBOXES
-from scheduler.metrics import SchedulerMetrics
 from scheduler.ownership import lease_holders
 from scheduler.registry import (
     RunEntry,
@@ -22,8 +21,10 @@ from scheduler.registry import (
     queue_submissions,
     read_submissions,
 )
-from scheduler.service import DEFAULT_LEASE_TTL_S, MAX_ACTIVE_RUNS, SchedulerService
 from scheduler.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from scheduler.service import SchedulerService
 
 
 def worker_argv(
@@ -150,11 +151,17 @@ def make_service(
     max_in_flight: str = "",
     metrics_port: int = 0,
     metrics_addr: str = "127.0.0.1",
-    lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
-    max_runs: int = MAX_ACTIVE_RUNS,
+    lease_ttl_s: float | None = None,
+    max_runs: int | None = None,
 ) -> SchedulerService:
     """Validate the service's options and build it (it connects to Redis here)."""
+    # The service's modules (Celery, Prometheus) load only when a service is started.
     from pact_workers.app import QUEUES
+    from scheduler.metrics import SchedulerMetrics
+    from scheduler.service import DEFAULT_LEASE_TTL_S, MAX_ACTIVE_RUNS, SchedulerService
+
+    lease_ttl_s = DEFAULT_LEASE_TTL_S if lease_ttl_s is None else lease_ttl_s
+    max_runs = MAX_ACTIVE_RUNS if max_runs is None else max_runs
 
     caps: dict[str, int] = {}
     for part in filter(None, (p.strip() for p in max_in_flight.split(","))):
