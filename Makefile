@@ -34,7 +34,8 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 bench: $(BIN)/pact
-	$(BIN)/python bench/scheduling.py
+	$(BIN)/python bench/scheduling.py --quick
+	$(BIN)/python bench/scale.py
 
 # The fleet in containers (compose.yaml; see deploy/). No registry needed: the images
 # build from local wheels and, where no image can be pulled, from debootstrap bases
