@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pact_workers.agents.factory import AgentsSettings
 from pact_workers.agents.pricing import Price
 from pact_workers.errors import SettingsError
+from pact_workers.models.documents import given, read_input_file
 from pact_workers.models.environment import EnvironmentSpec
-from pact_workers.models.tree import given, read_input_file
 from scheduler.budget import BudgetSettings
 from scheduler.cache.base import CacheMode
 from scheduler.timeouts import ImpatienceLevel, TimeoutConfig

@@ -7,19 +7,15 @@ message names the file, the component and every problem found.
 
 from __future__ import annotations
 
-import errno
-import json
-import os
-import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pact_workers.errors import CycleError, TreeError
 from pact_workers.models.contract import ComponentContract
+from pact_workers.models.documents import given, parse_tree_text, read_input_file
 from pact_workers.models.names import component_id_problem
 from pact_workers.models.testing import TestResults
 
@@ -148,25 +144,6 @@ def find_cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
 MAX_TREE_BYTES = 256 * 1024 * 1024
 
 
-def read_input_file(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file a user named, refusing devices, pipes and giants.
-
-    Raises:
-        OSError: the file cannot be read; its ``strerror`` says why.
-    """
-    # Non-blocking open: opening a FIFO with no writer would otherwise wait forever.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a device, pipe or socket)")
-        if info.st_size > max_bytes:
-            raise OSError(errno.EFBIG, f"larger than {max_bytes // (1024 * 1024)} MB")
-        return fh.read(max_bytes + 1)
-
-
 def load_tree(path: Path | str) -> DecompositionTree:
     """Read and validate a tree file (``.json``, ``.yaml`` or ``.yml``).
 
@@ -192,37 +169,6 @@ def load_tree(path: Path | str) -> DecompositionTree:
         ) from exc
     data = parse_tree_text(text, where, yaml_format=path.suffix.lower() in {".yaml", ".yml"})
     return tree_from_data(data, where)
-
-
-def parse_tree_text(text: str, where: str, *, yaml_format: bool) -> Any:
-    """Parse JSON or YAML, rejecting duplicate keys (both formats silently keep the last)."""
-    if not text.strip():
-        raise TreeError(f"{where}: the file is empty; a tree needs root_id and nodes")
-    try:
-        return _parse(text, where, yaml_format=yaml_format)
-    except RecursionError:
-        raise TreeError(
-            f"{where}: nested deeper than the parser allows; a tree is a flat mapping of "
-            "nodes (parent_id and children link them), not nested lists or mappings"
-        ) from None
-
-
-def _parse(text: str, where: str, *, yaml_format: bool) -> Any:
-    if yaml_format:
-        try:
-            return yaml.load(text, Loader=_StrictYamlLoader)
-        except _DuplicateKey as exc:
-            raise TreeError(f"{where}: {exc}") from exc
-        except yaml.YAMLError as exc:
-            raise TreeError(f"{where}: invalid YAML{_yaml_position(exc)}") from exc
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_pairs)
-    except _DuplicateKey as exc:
-        raise TreeError(f"{where}: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise TreeError(
-            f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from exc
 
 
 def tree_from_data(data: Any, where: str) -> DecompositionTree:
@@ -354,70 +300,3 @@ def _describe(error: Any) -> str:
     else:
         place = "field " + ".".join(str(p) for p in loc) if loc else "tree"
     return f"{place}: {error['msg']}{given(error)}"
-
-
-def given(error: Any) -> str:
-    """`` (got X)`` for a short scalar input of a pydantic error, else nothing: the
-    message then shows what was written, not only what was expected."""
-    value = error.get("input")
-    short = isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= 60)
-    if short and error["type"] not in {"missing", "extra_forbidden"}:
-        return f" (got {value!r})"
-    return ""
-
-
-def _yaml_position(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    if mark is None:
-        return f": {problem}"
-    return f" at line {mark.line + 1} column {mark.column + 1}: {problem}"
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(
-                f"duplicate key {key!r} (a key may appear only once in a mapping, a component "
-                "id included)"
-            )
-        out[key] = value
-    return out
-
-
-class _StrictYamlLoader(yaml.SafeLoader):
-    pass
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    # Only keys written out in this mapping may not repeat; keys brought in by a merge
-    # (``<<: *anchor``) are defaults that the mapping's own keys override, as YAML says.
-    explicit: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue
-        key = loader.construct_object(key_node, deep=True)
-        if key in explicit:
-            raise _DuplicateKey(
-                f"duplicate key {key!r} at line {key_node.start_mark.line + 1} "
-                "(a key may appear only once in a mapping, a component id included)"
-            )
-        explicit[key] = key_node.start_mark.line
-    loader.flatten_mapping(node)
-    out: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        out[loader.construct_object(key_node, deep=True)] = loader.construct_object(
-            value_node, deep=True
-        )
-    return out
-
-
-_StrictYamlLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_mapping,
-)

@@ -20,8 +20,9 @@ from pydantic import ValidationError
 
 from pact_workers.errors import InputError, PactError, RunDirError
 from pact_workers.models.contract import ComponentContract
+from pact_workers.models.documents import read_input_file
 from pact_workers.models.environment import EnvironmentSpec
-from pact_workers.models.tree import DecompositionTree, load_tree, read_input_file
+from pact_workers.models.tree import DecompositionTree, load_tree
 from pact_workers.probes import import_candidates, probe_imports
 from pact_workers.sandbox.local import LocalSandbox
 from pact_workers.verify import CONTRACT_FILE

@@ -1,0 +1,141 @@
+"""Reading documents a user hands over: trees, settings, contracts.
+
+Every such file is read the same careful way: a regular file only (a device or
+a pipe would be read forever), of bounded size, parsed as JSON or YAML with
+duplicate keys refused (both formats silently keep the last one otherwise;
+YAML merge keys are defaults, not duplicates), and input nested deeper than the
+parser allows is an error, not a crash. Errors are :class:`TreeError` (an input
+error) naming the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pact_workers.errors import TreeError
+
+__all__ = ["given", "parse_tree_text", "read_input_file"]
+
+
+def read_input_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file a user named, refusing devices, pipes and giants.
+
+    Raises:
+        OSError: the file cannot be read; its ``strerror`` says why.
+    """
+    # Non-blocking open: opening a FIFO with no writer would otherwise wait forever.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a device, pipe or socket)")
+        if info.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"larger than {max_bytes // (1024 * 1024)} MB")
+        return fh.read(max_bytes + 1)
+
+
+def parse_tree_text(text: str, where: str, *, yaml_format: bool) -> Any:
+    """Parse JSON or YAML, rejecting duplicate keys (both formats silently keep the last)."""
+    if not text.strip():
+        raise TreeError(f"{where}: the file is empty; a tree needs root_id and nodes")
+    try:
+        return _parse(text, where, yaml_format=yaml_format)
+    except RecursionError:
+        raise TreeError(
+            f"{where}: nested deeper than the parser allows; a tree is a flat mapping of "
+            "nodes (parent_id and children link them), not nested lists or mappings"
+        ) from None
+
+
+def _parse(text: str, where: str, *, yaml_format: bool) -> Any:
+    if yaml_format:
+        try:
+            return yaml.load(text, Loader=_StrictYamlLoader)
+        except _DuplicateKey as exc:
+            raise TreeError(f"{where}: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise TreeError(f"{where}: invalid YAML{_yaml_position(exc)}") from exc
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_pairs)
+    except _DuplicateKey as exc:
+        raise TreeError(f"{where}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise TreeError(
+            f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from exc
+
+
+def given(error: Any) -> str:
+    """`` (got X)`` for a short scalar input of a pydantic error, else nothing: the
+    message then shows what was written, not only what was expected."""
+    value = error.get("input")
+    short = isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= 60)
+    if short and error["type"] not in {"missing", "extra_forbidden"}:
+        return f" (got {value!r})"
+    return ""
+
+
+def _yaml_position(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f": {problem}"
+    return f" at line {mark.line + 1} column {mark.column + 1}: {problem}"
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(
+                f"duplicate key {key!r} (a key may appear only once in a mapping, a component "
+                "id included)"
+            )
+        out[key] = value
+    return out
+
+
+class _StrictYamlLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    # Only keys written out in this mapping may not repeat; keys brought in by a merge
+    # (``<<: *anchor``) are defaults that the mapping's own keys override, as YAML says.
+    explicit: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        if key in explicit:
+            raise _DuplicateKey(
+                f"duplicate key {key!r} at line {key_node.start_mark.line + 1} "
+                "(a key may appear only once in a mapping, a component id included)"
+            )
+        explicit[key] = key_node.start_mark.line
+    loader.flatten_mapping(node)
+    out: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        out[loader.construct_object(key_node, deep=True)] = loader.construct_object(
+            value_node, deep=True
+        )
+    return out
+
+
+_StrictYamlLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _construct_mapping,
+)
