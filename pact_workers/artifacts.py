@@ -109,7 +109,11 @@ class ArtifactStore:
         return dict(manifest)
 
     def get_bundle(self, digest: str) -> Bundle:
-        return {path: self.blobs.get_blob(d) for path, d in self.get_manifest(digest).items()}
+        manifest = self.get_manifest(digest)
+        get_many = getattr(self.blobs, "get_blobs", None)
+        if get_many is not None:  # one round trip for a remote store
+            return dict(zip(manifest, get_many(list(manifest.values())), strict=True))
+        return {path: self.blobs.get_blob(d) for path, d in manifest.items()}
 
 
 class MemoryBlobStore:

@@ -80,7 +80,18 @@ class RedisBlobStore:
                 it), or its bytes no longer match the digest.
         """
         key = _key(digest)
-        data = self.client.get(key)
+        return self._checked(digest, key, self.client.get(key))
+
+    def get_blobs(self, digests: list[str]) -> list[bytes]:
+        """Several blobs in one round trip (a bundle's files); see :meth:`get_blob`."""
+        if not digests:
+            return []
+        names = [_key(d) for d in digests]
+        values = self.client.mget(names)
+        return [self._checked(d, k, v) for d, k, v in zip(digests, names, values, strict=True)]
+
+    @staticmethod
+    def _checked(digest: str, key: str, data: object) -> bytes:
         if data is None:
             raise ArtifactError(
                 f"artifact {digest} is missing from the Redis artifact store ({key}): it "

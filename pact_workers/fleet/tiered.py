@@ -17,6 +17,29 @@ class TieredBlobStore:
         self.local.put_blob(data)
         return self.remote.put_blob(data)
 
+    def put_blobs(self, blobs: list[bytes]) -> list[str]:
+        """Several blobs: each locally, and to Redis in one round trip where it can."""
+        for data in blobs:
+            self.local.put_blob(data)
+        put_many = getattr(self.remote, "put_blobs", None)
+        if put_many is not None:
+            return list(put_many(blobs))
+        return [self.remote.put_blob(data) for data in blobs]
+
+    def get_blobs(self, digests: list[str]) -> list[bytes]:
+        """Several blobs: local ones from disk, the rest from Redis in one round trip."""
+        found = {d: self.local.get_blob(d) for d in digests if self.local.has_blob(d)}
+        missing = [d for d in dict.fromkeys(digests) if d not in found]
+        if missing:
+            get_many = getattr(self.remote, "get_blobs", None)
+            fetched = get_many(missing) if get_many is not None else None
+            for digest, data in zip(
+                missing, fetched or [self.remote.get_blob(d) for d in missing], strict=True
+            ):
+                self.local.put_blob(data)
+                found[digest] = data
+        return [found[d] for d in digests]
+
     def get_blob(self, digest: str) -> bytes:
         if self.local.has_blob(digest):
             return self.local.get_blob(digest)

@@ -7,11 +7,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import redis
 
-from pact_workers.artifacts import ArtifactStore, digest_bytes
+from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore, digest_bytes
 from pact_workers.errors import ArtifactError
 from pact_workers.fleet import (
     BrokerAuthError,
@@ -26,6 +27,7 @@ from pact_workers.fleet import (
     redis_from_url,
     wait_for_redis,
 )
+from pact_workers.fleet.tiered import TieredBlobStore
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
 from tests.integration.conftest import RedisServer, free_port
 
@@ -131,6 +133,28 @@ def test_a_corrupt_blob_is_detected_and_a_lost_one_is_explained(client: redis.Re
     assert digest in str(err.value) and "lost" in str(err.value)
     with pytest.raises(ArtifactError, match="malformed artifact digest"):
         blobs.get_blob("sha256:nothex")
+
+
+def test_a_tiered_store_moves_bundles_in_one_round_trip_and_checks_what_it_reads(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    files = {f"src/m{i}.py": f"X = {i}\n".encode() for i in range(20)}
+    tiered = TieredBlobStore(DirectoryBlobStore(tmp_path / "a"), RedisBlobStore(client))
+    digest = ArtifactStore(tiered).put_bundle(files)
+    # Another machine, with an empty local tier, reads the whole bundle from Redis.
+    elsewhere = ArtifactStore(
+        TieredBlobStore(DirectoryBlobStore(tmp_path / "b"), RedisBlobStore(client))
+    )
+    assert elsewhere.get_bundle(digest) == files
+    assert DirectoryBlobStore(tmp_path / "b").has_blob(digest_bytes(files["src/m3.py"]))
+    # A blob corrupted in Redis is refused when fetched many at once, as one at a time.
+    victim = digest_bytes(files["src/m7.py"])
+    client.set(keys.artifact(victim), b"not it")
+    third = ArtifactStore(
+        TieredBlobStore(DirectoryBlobStore(tmp_path / "c"), RedisBlobStore(client))
+    )
+    with pytest.raises(ArtifactError, match=f"{victim} is corrupt"):
+        third.get_bundle(digest)
 
 
 # ---------------------------------------------------------------------------- results
