@@ -22,6 +22,7 @@ from pact_workers.models.work import (
     SuspensionKind,
     Usage,
 )
+from scheduler import lifecycle
 from scheduler.events import (
     ArtifactsPromoted,
     CacheDropped,
@@ -62,7 +63,11 @@ def apply(state: RunState, event: Event) -> RunState:
     """Apply one event in place (and return the state); stale events are ignored."""
     if event.seq and event.seq <= state.last_seq:
         return state
+    # The lifecycle table decides which moves are legal (it raises otherwise), and
+    # the handler's result must be the row's target.
+    checked = lifecycle.check(state, event)
     _APPLY[type(event)](state, event)
+    lifecycle.confirm(event, checked)
     if event.seq:
         state.last_seq = event.seq
         component = getattr(event, "component_id", None)
@@ -242,7 +247,7 @@ def _poisoned(state: RunState, e: ItemsPoisoned) -> None:
     root = item_key(e.root_component, e.root_phase)
     for cid, phase in e.items:
         item = state.item(cid, phase)
-        if item.status not in {ItemStatus.DONE, ItemStatus.FAILED}:
+        if item.status not in {ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.CANCELLED}:
             _set_status(state, item, ItemStatus.POISONED)
             item.poisoned_by = root
 

@@ -14,6 +14,7 @@ from pact_workers.models.work import ItemStatus, Phase
 from scheduler.audit import read_events
 from scheduler.fold import fold
 from scheduler.launch import require_a_run
+from scheduler.lifecycle.damaged import fold_damaged
 from scheduler.project import ProjectDir
 from scheduler.snapshot import parse_state_json
 from scheduler.state import RunState
@@ -39,7 +40,9 @@ def rebuild_state(project_dir: Path) -> RunState:
     events, warnings = read_events(project.audit_path)
     for warning in warnings:
         log.warning(warning)
-    state = fold(events)
+    # A damaged log is folded as far as it goes (illegal events after a lost line
+    # are skipped with a warning); an intact one strictly.
+    state = fold_damaged(events) if warnings else fold(events)
     require_a_run(state, project, unreadable=len(warnings))
     state.project_dir = str(project.root)
     state.warnings = warnings

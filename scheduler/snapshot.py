@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from scheduler.audit import line_before, read_events
 from scheduler.fold import fold
+from scheduler.lifecycle.damaged import fold_damaged
 from scheduler.state import RunState
 
 if TYPE_CHECKING:
@@ -118,6 +119,10 @@ def load_folded(project: ProjectDir) -> tuple[RunState, list[str], bool]:
     snap = read_snapshot(project)
     if snap is not None:
         events, warnings = read_events(project.audit_path, offset=snap.log_offset)
+        if warnings:
+            return fold_damaged(events, snap.state), warnings, True
         return fold(events, snap.state), warnings, True
     events, warnings = read_events(project.audit_path)
+    if warnings:  # folded as far as it goes: events a lost line made illegal are skipped
+        return fold_damaged(events), warnings, False
     return fold(events), warnings, False

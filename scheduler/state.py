@@ -130,6 +130,10 @@ class RunState(BaseModel):
     resumed_seq: int = 0
     last_seq: int = 0
     dropped_results: int = 0
+    #: Set by ``pact cancel`` (who cancelled, and why), cleared by a resume: no new
+    #: attempt is dispatched and the results of fenced attempts are dropped.
+    cancelled: bool = False
+    cancelled_by: str = ""
     #: Problems met while reading the log (not part of the state itself).
     warnings: list[str] = Field(default_factory=list, exclude=True)
     #: Derived indexes (:mod:`scheduler.state_index`); built on first use.

@@ -185,6 +185,7 @@ def test_failures_before_the_last_resume_and_items_since_done_do_not_count() -> 
 
     run.fail("c1", unreachable(), attempt=2)
     run.fail("c2", unreachable(), attempt=2)
+    run.log(ItemDispatched(component_id="c1", phase=Phase.CONTRACT, attempt=3, role="r"))
     run.log(ItemSucceeded(component_id="c1", phase=Phase.CONTRACT, attempt=3, output="sha256:0"))
     run.fail("c3", unreachable(), attempt=2)
     assert sorted(recent_failures(run.state)[Phase.CONTRACT]) == ["c2", "c3"]

@@ -26,6 +26,7 @@ from scheduler.events import (
 )
 from scheduler.fold import fold
 from scheduler.launch import load_state
+from scheduler.lifecycle.guards import dependencies_met
 from scheduler.project import ProjectDir
 from scheduler.readiness import DISPATCHABLE, PHASE_ORDER, ReadyTracker
 from scheduler.snapshot import read_snapshot
@@ -144,6 +145,8 @@ def _random_events(tree: DecompositionTree, rng: random.Random) -> list:
         item = state.items[key]
         seq += 1
         if item.status in {ItemStatus.PENDING, ItemStatus.READY}:
+            if not dependencies_met(state, item, item.attempt + 1):
+                continue  # the lifecycle refuses to dispatch an item that is not ready
             event = ItemDispatched(
                 component_id=item.component_id,
                 phase=item.phase,

@@ -1,0 +1,33 @@
+"""Folding a damaged log: what ``pact rebuild`` and ``pact status`` do when some of
+the log's lines could not be read.
+
+A skipped line can make the events after it illegal (a result for an attempt whose
+dispatch was on the lost line). A log read whole is folded strictly: an illegal
+event is an error. A log already known to be damaged is folded as far as it goes:
+each event the lifecycle refuses is skipped too, and a logged warning names it
+(the unreadable line that caused it is already among the log's warnings).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from scheduler.events import Event
+from scheduler.fold import apply
+from scheduler.lifecycle.machine import IllegalTransition
+from scheduler.state import RunState
+
+log = logging.getLogger(__name__)
+
+
+def fold_damaged(events: Iterable[Event], state: RunState | None = None) -> RunState:
+    """Fold ``events`` (read from a log with unreadable lines), skipping and logging
+    the events the lifecycle refuses."""
+    state = state if state is not None else RunState()
+    for event in events:
+        try:
+            apply(state, event)
+        except IllegalTransition as exc:
+            log.warning("skipped after an unreadable line: %s", exc)
+    return state
