@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pact_workers.models.work import ROLE_FOR_PHASE, CachedOutput, Phase, TaskMessage
 from scheduler.events import CachedResult, ItemDispatched
+from scheduler.gates.dimensions import GateRecord
+from scheduler.gates.events import Stage
 from scheduler.settings import Settings
 from scheduler.state import RunState
 
@@ -22,11 +24,14 @@ def new_attempt(
     verify_inputs: dict[str, str],
     action_key: str = "",
     cached: CachedResult | None = None,
+    gate: GateRecord | None = None,
+    stage: Stage = "work",
 ) -> tuple[ItemDispatched, TaskMessage]:
     """The next attempt of ``(component_id, phase)``, with the earlier failures as feedback.
 
     ``cached``: a hit of the action cache (its key ``action_key``) that the worker
-    serves instead of asking the agent.
+    serves instead of asking the agent. ``gate``: the item's variety score and gates;
+    ``stage``: ``teachback`` when the agent must restate its task before the work.
     """
     item = state.item(component_id, phase)
     attempt = item.attempt + 1
@@ -44,6 +49,8 @@ def new_attempt(
         timeout_s=timeout_s,
         action_key=action_key,
         cached=cached,
+        gate=gate,
+        stage=stage,
     )
     task = TaskMessage(
         run_id=state.run_id,
@@ -63,5 +70,6 @@ def new_attempt(
             if cached is not None
             else None
         ),
+        stage=stage,
     )
     return event, task

@@ -21,6 +21,15 @@ from pact_workers.models.work import (
     SuspensionKind,
     Usage,
 )
+from scheduler.gates.dimensions import GateRecord
+from scheduler.gates.events import (
+    GateWouldHaveBlocked,
+    ReviewDecided,
+    ReviewRequested,
+    Stage,
+    TeachbackReviewed,
+    TeachbackSubmitted,
+)
 from scheduler.validation.findings import NameCorrection, ValidationFinding
 from scheduler.validation.names import ResolvedDependency
 
@@ -82,6 +91,10 @@ class ItemDispatched(_ItemEvent):
     action_key: str = ""
     #: A cache hit this attempt serves instead of an agent call (None: the agent).
     cached: CachedResult | None = None
+    #: The item's variety dimensions, score and gates (``scheduler.gates``), and
+    #: whether this attempt is the teachback that must precede the work call.
+    gate: GateRecord | None = None
+    stage: Stage = "work"
 
 
 class ItemSucceeded(_ItemEvent):
@@ -319,7 +332,12 @@ Event = Annotated[
     | RunPaused
     | RunResumed
     | RunCompleted
-    | RunFailed,
+    | RunFailed
+    | GateWouldHaveBlocked
+    | TeachbackSubmitted
+    | TeachbackReviewed
+    | ReviewRequested
+    | ReviewDecided,
     Field(discriminator="type"),
 ]
 

@@ -41,6 +41,7 @@ from scheduler.events import (
     RunResumed,
     RunStarted,
 )
+from scheduler.gates.transitions import GATE_TRANSITIONS, gate_dispatched
 from scheduler.state import (
     INTERRUPTED,
     ContractValidation,
@@ -139,6 +140,7 @@ def _dispatched(state: RunState, e: ItemDispatched) -> None:
     item.suspension_reason = ""
     item.action_key = e.action_key
     item.cached = e.cached
+    gate_dispatched(item, e.gate, e.stage)
 
 
 def _succeeded(state: RunState, e: ItemSucceeded) -> None:
@@ -150,6 +152,8 @@ def _succeeded(state: RunState, e: ItemSucceeded) -> None:
     item.files = list(e.files)
     item.test_results = e.test_results
     item.duration_s = e.duration_s
+    item.model, item.worker = e.model, e.worker
+    item.accepted_usage, item.accepted_at = e.usage, e.ts
     if e.duration_s > 0:
         state.index.add_duration(e.phase, e.duration_s)
     item.last_error = ""
@@ -332,4 +336,5 @@ _APPLY: dict[type, Callable[[RunState, Any], None]] = {
     RunResumed: _resumed,
     RunCompleted: _completed,
     RunFailed: _run_failed,
+    **GATE_TRANSITIONS,
 }

@@ -53,6 +53,9 @@ class ResultHandling:
     leases: LeaseBook
     scheduler: WavefrontScheduler | None
     cache: RunCache | None
+    #: The gates' hooks (``scheduler.gates.handling.GateHandling``).
+    _gate_result: Callable[[ResultMessage], bool]
+    _hold_for_review: Callable[..., bool]
 
     @property
     def state(self) -> RunState:
@@ -89,6 +92,8 @@ class ResultHandling:
             )
             return
         self.leases.release((result.component_id, result.phase, result.attempt))
+        if self._gate_result(result):
+            return  # a teachback (scheduler.gates), not the item's work
         if result.outcome == "ok" and result.output is not None:
             self._succeed(result)
         else:
@@ -120,6 +125,8 @@ class ResultHandling:
             # A hit took no agent's time: it must not teach the priorities a phase's length.
             result = result.model_copy(update={"duration_s": 0.0})
         files = sorted(self.store.get_manifest(result.output or ""))
+        if self._hold_for_review(result, files=files, discovered=discovered, external=external):
+            return  # verified, but promoted only once a human approves (scheduler.gates)
         self._log(
             ItemSucceeded.from_result(result, files=files, discovered=discovered, external=external)
         )

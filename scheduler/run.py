@@ -33,6 +33,8 @@ from scheduler.events import (
     ItemFailed,
 )
 from scheduler.executors.base import Executor
+from scheduler.gates.handling import GateHandling
+from scheduler.gates.keeper import GateKeeper
 from scheduler.inputs import build_inputs
 from scheduler.journal import Listener, RunJournal
 from scheduler.launch import load_state
@@ -40,6 +42,7 @@ from scheduler.leases import LeaseBook, interrupted, lease_failure
 from scheduler.outcomes import ResultHandling
 from scheduler.policy import STALLED, WORKER_LOST
 from scheduler.project import ProjectDir
+from scheduler.provenance.promotion import restore_provenance
 from scheduler.settings import Settings
 from scheduler.state import RunState, RunStatus
 from scheduler.verdicts import budget_stop, run_end
@@ -48,7 +51,7 @@ from scheduler.wavefront import Key, WavefrontScheduler
 log = logging.getLogger(__name__)
 
 
-class RunController(ResultHandling):
+class RunController(ResultHandling, GateHandling):
     """Drives one run to a terminal or paused state with one executor."""
 
     def __init__(
@@ -86,6 +89,8 @@ class RunController(ResultHandling):
         self.leases = LeaseBook(self.clock)
         #: The action cache (None: not used); pact.yaml's ``cache:`` says how.
         self.cache = RunCache(cache, settings.cache) if cache is not None else None
+        #: Scores every dispatch and says whether it is a teachback (``scheduler.gates``).
+        self.gatekeeper = GateKeeper(settings.gates, pact_dir=project.pact, store=store)
 
     # -- lifecycle --------------------------------------------------------
 
@@ -224,6 +229,8 @@ class RunController(ResultHandling):
                 )
             ):
                 self._promote(item.component_id, item.phase)
+        # Sidecars and baselines lost since (or never written) are made from the log.
+        restore_provenance(self.project, self.state, self.store)
 
     # -- dispatch ---------------------------------------------------------
 
@@ -263,6 +270,7 @@ class RunController(ResultHandling):
         except (VerificationError, PactError) as exc:
             self._fail_without_attempt(component_id, phase, attempt, str(exc))
             return
+        gate, stage = self._gate_dispatch(component_id, phase)
         action_key, cached = (
             self.cache.look_up(
                 self.state,
@@ -273,7 +281,7 @@ class RunController(ResultHandling):
                 verify_inputs=verify_inputs,
                 environment=self.settings.environment,
             )
-            if self.cache is not None
+            if self.cache is not None and stage == "work"
             else ("", None)
         )
         event, task = new_attempt(
@@ -285,6 +293,8 @@ class RunController(ResultHandling):
             verify_inputs=verify_inputs,
             action_key=action_key,
             cached=cached,
+            gate=gate,
+            stage=stage,
         )
         self._log(event)
         self.leases.grant((component_id, phase, attempt))
@@ -354,6 +364,9 @@ class RunController(ResultHandling):
     def finish(self) -> None:
         """Log the run's end: completed when every item is done, else failed."""
         if self.state.status is not RunStatus.ACTIVE:
+            return
+        if self._pause_for_review():
+            self.commit()
             return
         self._log(run_end(self.state))
         self.commit()

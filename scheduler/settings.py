@@ -19,6 +19,7 @@ from pact_workers.models.documents import given, read_input_file
 from pact_workers.models.environment import EnvironmentSpec
 from scheduler.budget import BudgetSettings
 from scheduler.cache.base import CacheMode
+from scheduler.gates.settings import GatesSettings, ReviewMode
 from scheduler.timeouts import ImpatienceLevel, TimeoutConfig
 from scheduler.validation.findings import QualityMode
 from scheduler.wavefront import SchedulingMode
@@ -76,6 +77,14 @@ class Settings(BaseModel):
     #: does not verify it again, ``off`` neither reads nor writes the cache. Unset:
     #: ``verify``, except for the replay and noop agents (``off``).
     cache: CacheMode | None = None
+    #: Days after its verification a component counts as stale (``pact status``).
+    staleness_window_days: int = Field(default=90, ge=1)
+    #: Risk-scored gates (``scheduler.gates``): ``advisory`` (records what blocking
+    #: would hold) or ``blocking`` (a teachback must be approved before the work call
+    #: of an item scoring 7 or more), with per-component dimension overrides.
+    gates: GatesSettings = Field(default_factory=GatesSettings)
+    #: Verified implement/integrate items that wait for a human: none, gated, all.
+    review: ReviewMode = ReviewMode.NONE
 
     @property
     def timeouts(self) -> TimeoutConfig:

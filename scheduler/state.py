@@ -21,6 +21,7 @@ from pact_workers.models.work import (
 from scheduler.events import (
     CachedResult,
 )
+from scheduler.gates.item import ItemGates
 from scheduler.state_index import StateIndex
 from scheduler.validation.findings import NameCorrection, ValidationFinding
 
@@ -74,6 +75,12 @@ class ItemState(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     #: How long the successful attempt took (what the scheduler's priorities learn from).
     duration_s: float = 0.0
+    #: Provenance of the accepted attempt: the model that answered, the worker slot,
+    #: what that attempt alone cost, and when it was accepted (``.meta.json`` sidecars).
+    model: str = ""
+    worker: str = ""
+    accepted_usage: Usage = Field(default_factory=Usage)
+    accepted_at: str = ""
     promoted: bool = False
     #: The action key of the current attempt (empty: the run does not use the cache).
     action_key: str = ""
@@ -87,6 +94,8 @@ class ItemState(BaseModel):
     #: ``seq`` of the last event that changed this item, and of its last failure.
     updated_seq: int = 0
     failed_seq: int = 0
+    #: The item's variety score, teachback and human review (``scheduler.gates``).
+    gates: ItemGates = Field(default_factory=ItemGates)
 
 
 class ContractValidation(BaseModel):

@@ -222,7 +222,7 @@ class AnthropicBackend:
                 f"anthropic: {self.model} refused to answer the {role.value} prompt"
             )
         usage = self._usage(reply)
-        return Completion(data=reply.data, usage=usage, text=reply.text)
+        return Completion(data=reply.data, usage=usage, text=reply.text, model=reply.model)
 
     def close(self) -> None:
         """Close the SDK client and its connections."""

@@ -52,6 +52,8 @@ class Reply:
     output_tokens: int
     cache_write_tokens: int
     cache_read_tokens: int
+    #: The model that answered, as the API names it (empty when it did not say).
+    model: str = ""
 
 
 @dataclass
@@ -89,6 +91,7 @@ def reply_from_message(message: Message) -> Reply:
         output_tokens=usage.output_tokens,
         cache_write_tokens=usage.cache_creation_input_tokens or 0,
         cache_read_tokens=usage.cache_read_input_tokens or 0,
+        model=message.model or "",
     )
 
 
@@ -102,8 +105,10 @@ def reply_from_events(events: Iterable[RawMessageStreamEvent]) -> Reply:
     tokens = {"input": 0, "output": 0, "cache_write": 0, "cache_read": 0}
     stop_reason: str | None = None
     finished = False
+    model = ""
     for event in events:
         if isinstance(event, RawMessageStartEvent):
+            model = event.message.model or ""
             usage = event.message.usage
             tokens["input"] = usage.input_tokens
             tokens["output"] = usage.output_tokens
@@ -169,6 +174,7 @@ def reply_from_events(events: Iterable[RawMessageStreamEvent]) -> Reply:
         output_tokens=tokens["output"],
         cache_write_tokens=tokens["cache_write"],
         cache_read_tokens=tokens["cache_read"],
+        model=model,
     )
 
 

@@ -5,6 +5,7 @@ What each role must produce (workspace-relative paths):
 - contract_author: ``interface.json`` (a ComponentContract)
 - test_author: ``tests/contract_test.py`` (and any other files under ``tests/``)
 - code_author / integrator: the implementation under ``src/``
+- any role, when ``request.teachback`` is set: ``teachback.json`` only
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ class AgentRequest:
     previous_outputs: Mapping[int, Bundle] = field(default_factory=dict)
     #: The trace analyst's diagnosis of the last failure (when one is configured).
     diagnosis: str = ""
+    #: Write only ``teachback.json`` (``pact_workers.models.teachback``): restate the
+    #: task (what it will produce, every function and error case, the components it
+    #: uses, what it assumes) before any work; the work call comes once it is approved.
+    teachback: bool = False
 
 
 @dataclass(frozen=True)

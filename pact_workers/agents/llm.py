@@ -35,6 +35,8 @@ class Completion:
     data: Any
     usage: Usage = field(default_factory=Usage)
     text: str = ""
+    #: The model that answered, as the provider reported it (empty: not reported).
+    model: str = ""
 
 
 class LLMBackend(Protocol):
@@ -79,7 +81,11 @@ class StructuredAgent:
             except OutputSchemaError as exc:
                 correction = f"{exc}. Answer again with a corrected JSON object."
                 continue
-            return AgentOutput(files=files, usage=usage, model=self.backend.model)
+            # The model the provider says answered, which may differ from the one asked
+            # for (an alias resolved to a dated version): provenance records the former.
+            return AgentOutput(
+                files=files, usage=usage, model=completion.model or self.backend.model
+            )
         raise OutputSchemaError(
             f"{self.name}: no valid answer after {self.max_corrections} corrections: {correction}"
         )

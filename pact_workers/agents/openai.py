@@ -238,7 +238,9 @@ class OpenAIBackend:
                 answer.finish_reason,
                 len(answer.text),
             )
-        return Completion(data=data, usage=self._usage(answer.usage), text=answer.text)
+        return Completion(
+            data=data, usage=self._usage(answer.usage), text=answer.text, model=answer.model
+        )
 
     def close(self) -> None:
         """Close the HTTP client (a new one is made if the backend is used again)."""

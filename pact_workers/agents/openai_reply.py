@@ -33,6 +33,8 @@ class Answer:
     tool_name: str | None = None
     finish_reason: str | None = None
     usage: CompletionUsage | None = None
+    #: The model that answered, as the API names it (empty when it did not say).
+    model: str = ""
 
     @property
     def text(self) -> str:
@@ -41,7 +43,7 @@ class Answer:
 
 def answer_from_completion(completion: ChatCompletion, function: str) -> Answer:
     """A non-streamed answer: the first choice's message and its function call."""
-    answer = Answer(usage=completion.usage)
+    answer = Answer(usage=completion.usage, model=completion.model or "")
     if completion.choices:
         first = completion.choices[0]
         answer.finish_reason = first.finish_reason
@@ -65,6 +67,7 @@ def answer_from_chunks(chunks: Iterable[ChatCompletionChunk], function: str) -> 
     for chunk in chunks:
         if chunk.usage is not None:
             answer.usage = chunk.usage
+        answer.model = chunk.model or answer.model
         for part in chunk.choices:
             if part.index != 0:
                 continue

@@ -6,12 +6,15 @@ Layout of a replay directory::
     <component>/interface.json       # served to the contract author
     <component>/tests/...            # served to the test author
     <component>/src/...              # served to the code author or integrator
+    <component>/teachback.json       # served when a teachback is asked first
 
 ``replay.yaml`` may script, per component, phase and attempt, a different
 outcome: ``{files: <dir>}`` serves that directory instead (relative to the
-replay directory, laid out like a component directory), ``{transient: msg}``
-and ``{permanent: msg}`` raise the matching agent error, ``{latency_s: x}``
-sleeps first. It drives the demo and the end-to-end tests deterministically.
+replay directory, laid out like a component directory), ``{teachback: <dir>}``
+serves that directory's ``teachback.json`` when the attempt is a teachback,
+``{transient: msg}`` and ``{permanent: msg}`` raise the matching agent error,
+``{latency_s: x}`` sleeps first. It drives the demo and the end-to-end tests
+deterministically.
 
 Only what lies inside the replay directory is served: a file whose real path
 leaves it (a symlink to a file of the host, a ``..`` in a component id) is a
@@ -32,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.agents.base import AgentOutput, AgentRequest
 from pact_workers.errors import InputError, PermanentAgentError, TransientAgentError
+from pact_workers.models.teachback import TEACHBACK_FILE
 from pact_workers.models.work import Phase, Usage
 from pact_workers.sandbox.base import safe_relpath
 
@@ -40,6 +44,7 @@ class ReplayStep(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     files: str | None = None
+    teachback: str | None = None
     transient: str | None = None
     permanent: str | None = None
     latency_s: float = Field(default=0.0, ge=0)
@@ -107,22 +112,26 @@ class ReplayAgent:
             raise TransientAgentError(step.transient)
         if step.permanent:
             raise PermanentAgentError(step.permanent)
+        # A step's ``teachback`` serves that attempt's teachback; its ``files`` serve
+        # the work (so one script serves a run whether or not teachbacks are asked).
+        scripted = step.teachback if request.teachback else step.files
         base = (
-            self.directory / safe_relpath(step.files)
-            if step.files
+            self.directory / safe_relpath(scripted)
+            if scripted
             else (self.directory / request.component_id)
         )
-        files = self._read(base, request.phase)
+        source = TEACHBACK_FILE if request.teachback else PHASE_SOURCES[request.phase]
+        files = self._read(base, source)
         if not files:
             raise PermanentAgentError(
-                f"replay directory has no {PHASE_SOURCES[request.phase]} for component "
+                f"replay directory has no {source} for component "
                 f"{request.component_id!r} under {base}"
             )
         usage = step.usage or self.script.usage.get(request.role.value, Usage())
         return AgentOutput(files=files, usage=usage, model="replay")
 
-    def _read(self, base: Path, phase: Phase) -> dict[str, bytes]:
-        source = base / PHASE_SOURCES[phase]
+    def _read(self, base: Path, name: str) -> dict[str, bytes]:
+        source = base / name
         if source.is_file():
             paths = [source]
         elif source.is_dir():

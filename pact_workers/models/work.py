@@ -52,6 +52,8 @@ class ItemStatus(StrEnum):
     POISONED = "poisoned"
     SUSPENDED = "suspended"
     CANCELLED = "cancelled"
+    #: Verified, waiting for a human's approval before promotion (``review:``).
+    AWAITING_REVIEW = "awaiting_review"
 
 
 #: Statuses an item never leaves on its own.
@@ -166,6 +168,9 @@ class TaskMessage(BaseModel):
     #: A verified result from the action cache: the worker skips the agent and runs
     #: the harness on it; when the harness rejects it, the worker asks the agent.
     cached: CachedOutput | None = None
+    #: ``teachback``: the agent restates its task first (``teachback.json``), which
+    #: the scheduler reviews before the work call; ``work``: the role's artifacts.
+    stage: Literal["work", "teachback"] = "work"
 
     @property
     def item(self) -> WorkItem:

@@ -13,6 +13,7 @@ from scheduler.audit import is_driven
 from scheduler.cache import cache_report
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
 from scheduler.cli.interrupt import interruptible
+from scheduler.cli.provenance import print_provenance
 from scheduler.cli.views import (
     ProgressListener,
     exit_for,
@@ -21,6 +22,7 @@ from scheduler.cli.views import (
     progress_display,
 )
 from scheduler.commands.agents import NOOP_NOTE
+from scheduler.commands.provenance import provenance_report
 from scheduler.project import ProjectDir
 from scheduler.report import poisoned_items, summary_rows
 
@@ -125,6 +127,7 @@ def status(
     with user_errors():
         state, warnings, problems = commands.status_report(project_dir=project)
     driven = is_driven(ProjectDir(project).audit_path)
+    provenance = provenance_report(project_dir=project, state=state)
     if as_json:
         print_json(
             {
@@ -147,6 +150,7 @@ def status(
                     cid: check.model_dump(mode="json") for cid, check in state.validation.items()
                 },
                 "cache": cache_report(state).to_json(),
+                "provenance": provenance.to_json(),
                 "warnings": [*warnings, *([NOOP_NOTE] if state.agent == "noop" else [])],
             }
         )
@@ -155,6 +159,7 @@ def status(
             say(warning, label="warning", to_err=True)
         print_summary(state, project, driven=driven)
         print_details(state, project, problems)
+        print_provenance(provenance)
     raise typer.Exit(EXIT_OK)
 
 

@@ -43,16 +43,31 @@ def validate(
     with user_errors():
         result = commands.validate_path(path=path, tree_path=tree, quality=contract_quality)
     report = result.report
+    drift_errors = [f for f in result.drift if f.severity == "error"]
     if as_json:
-        print_json({**report.as_json(), "contract_quality": result.quality.value})
+        print_json(
+            {
+                **report.as_json(),
+                "contract_quality": result.quality.value,
+                "drift": [f.model_dump() for f in result.drift],
+            }
+        )
     else:
         for finding in report.findings:
             where = (
                 f"{finding.component_id}: {finding.path}" if finding.path else finding.component_id
             )
             say(f"{where}: {finding.message}", label=finding.severity.value)
+        for drift in result.drift:
+            say(drift.message, label=f"drift {drift.severity}")
         say(
             f"{len(report.checks)} contracts: {len(report.errors)} errors, "
             f"{len(report.warnings)} warnings (contract_quality: {result.quality.value})"
+            + (
+                f"; drift: {len(drift_errors)} errors, "
+                f"{len(result.drift) - len(drift_errors)} warnings"
+                if result.drift
+                else ""
+            )
         )
-    raise typer.Exit(EXIT_FAILED if report.errors else EXIT_OK)
+    raise typer.Exit(EXIT_FAILED if report.errors or drift_errors else EXIT_OK)

@@ -13,6 +13,7 @@ from pact_workers.errors import RunDirError
 from scheduler.commands.rundir import check_run_dir
 from scheduler.launch import load_run, load_state
 from scheduler.project import ProjectDir
+from scheduler.provenance.promotion import restore_provenance
 from scheduler.rebuild import (
     disk_inconsistencies,
     read_state_json,
@@ -81,6 +82,8 @@ def rebuild_run(
         )
     if not dry_run:
         project.write_state(rebuilt)
+        # The sidecars and baselines of verified work, where they went missing.
+        restore_provenance(project, rebuilt, project.store())
     return rebuilt, problems
 
 

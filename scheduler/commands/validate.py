@@ -30,6 +30,7 @@ from scheduler.audit import read_events
 from scheduler.commands.rundir import check_run_dir
 from scheduler.events import ContractChecked, RunStarted
 from scheduler.project import ProjectDir
+from scheduler.provenance.baseline import DriftFinding, project_drift
 from scheduler.settings import load_settings
 from scheduler.validation import (
     ContractCheck,
@@ -54,6 +55,8 @@ class ValidationRun:
     cache_hits: int
     tree: DecompositionTree | None
     quality: QualityMode
+    #: How a run's files drifted from its verified baselines (empty for a directory).
+    drift: tuple[DriftFinding, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,11 @@ def validate_path(
         cache=source.cache,
     )
     return ValidationRun(
-        report=report, cache_hits=source.cache.hits, tree=source.tree, quality=source.quality
+        report=report,
+        cache_hits=source.cache.hits,
+        tree=source.tree,
+        quality=source.quality,
+        drift=tuple(project_drift(path)) if project.has_run() else (),
     )
 
 

@@ -180,12 +180,15 @@ class AnthropicStandIn:
         api_key: str = "sk-ant-standin-0000",
         oracle: Callable[[dict[str, Any]], Reply] | None = None,
         port: int = 0,
+        aliases: dict[str, str] | None = None,
     ) -> None:
         """``oracle``: answers a valid request when no scripted reply is left (a test's
         model of the provider, e.g. one serving a replay directory). ``port``: where to
         listen (default: a free port), e.g. an address a run was given before the
-        provider came up."""
+        provider came up. ``aliases``: as the API does, a request for an alias is answered
+        by (and its reply names) the dated model the alias stands for."""
         self.api_key = api_key
+        self.aliases = dict(aliases or {})
         self.oracle = oracle
         self._lock = threading.Lock()
         self._replies: deque[Reply] = deque()
@@ -386,7 +389,7 @@ class AnthropicStandIn:
             "id": f"msg_standin_{next(self._ids)}",
             "type": "message",
             "role": "assistant",
-            "model": body.get("model", ""),
+            "model": self.aliases.get(str(body.get("model", "")), body.get("model", "")),
             "stop_sequence": None,
         }
 

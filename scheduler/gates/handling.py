@@ -1,0 +1,213 @@
+"""The gates in the run loop: the part of :class:`~scheduler.run.RunController` that
+scores a dispatch, reviews a teachback, and holds a verified item for a human.
+
+Rules:
+
+- a teachback's result is never a success of the item: it is logged as submitted,
+  reviewed by the checker and approved (the item goes back to pending, its next
+  dispatch is the work call) or rejected (pending again, the corrections in its
+  feedback); the ``gates.max_teachback_rounds``-th rejection fails the item with
+  the reason and poisons what depends on it;
+- a verified attempt of an item under review (``review: gated`` and a score of 7 or
+  more, or ``review: all``; implement and integrate only) is logged as
+  ``review_requested`` instead of a success: nothing is promoted and nothing
+  downstream starts until a human decides;
+- when nothing else can move and items await review, the run pauses saying so
+  (``pact review``, then ``pact approve`` or ``pact reject``); a paused item holds
+  no lease and no worker, so neither stall timers nor the budget run meanwhile.
+"""
+
+from __future__ import annotations
+
+from pact_workers.artifacts import ArtifactStore
+from pact_workers.errors import PactError
+from pact_workers.models.contract import ComponentContract
+from pact_workers.models.teachback import parse_teachback
+from pact_workers.models.work import ErrorClass, ItemStatus, Phase, ResultMessage
+from scheduler.events import Event, ItemFailed, RunPaused
+from scheduler.gates.dimensions import GateRecord
+from scheduler.gates.events import ReviewRequested, Stage, TeachbackReviewed, TeachbackSubmitted
+from scheduler.gates.keeper import GATED_PHASES, GateKeeper
+from scheduler.gates.reviewers import Verdict
+from scheduler.gates.settings import ReviewMode
+from scheduler.gates.teachback import TeachbackChecker, TeachbackSubject
+from scheduler.project import ProjectDir
+from scheduler.settings import Settings
+from scheduler.state import RunState, RunStatus
+from scheduler.wavefront import WavefrontScheduler
+
+#: ``error_type`` of an item whose teachbacks were rejected too often.
+TEACHBACK_REJECTED = "teachback_rejected"
+
+
+class GateHandling:
+    """See the module docstring."""
+
+    project: ProjectDir
+    store: ArtifactStore
+    settings: Settings
+    scheduler: WavefrontScheduler | None
+    gatekeeper: GateKeeper
+
+    @property
+    def state(self) -> RunState:
+        raise NotImplementedError
+
+    def _log(self, event: Event) -> Event:
+        raise NotImplementedError
+
+    def _fail(self, result: ResultMessage) -> None:
+        raise NotImplementedError
+
+    def _poison(self, component_id: str, phase: Phase) -> None:
+        raise NotImplementedError
+
+    # -- dispatch -----------------------------------------------------------------
+
+    def _gate_dispatch(self, component_id: str, phase: Phase) -> tuple[GateRecord, Stage]:
+        """The gate record of this dispatch and its stage (logging what advisory mode
+        would have blocked)."""
+        assert self.scheduler is not None
+        keeper = self.gatekeeper
+        record = keeper.record(self.state, self.scheduler.graph.dependents, component_id)
+        advisory = keeper.would_have_blocked(self.state, component_id, phase, record)
+        if advisory is not None:
+            self._log(advisory)
+        return record, keeper.stage(self.state, component_id, phase, record)
+
+    # -- teachbacks ---------------------------------------------------------------
+
+    def _gate_result(self, result: ResultMessage) -> bool:
+        """Handle the result of a teachback attempt; False for a work attempt."""
+        item = self.state.item(result.component_id, result.phase)
+        if item.gates.stage != "teachback":
+            return False
+        if result.outcome != "ok" or result.output is None:
+            self._fail(result)  # the failure policy, as for any attempt
+            return True
+        self._log(
+            TeachbackSubmitted(
+                component_id=result.component_id,
+                phase=result.phase,
+                attempt=result.attempt,
+                output=result.output,
+                usage=result.usage,
+            )
+        )
+        verdict = self._review_teachback(result)
+        rounds = item.gates.teachback_rounds + (0 if verdict.approved else 1)
+        final = not verdict.approved and rounds >= self.settings.gates.max_teachback_rounds
+        self._log(
+            TeachbackReviewed(
+                component_id=result.component_id,
+                phase=result.phase,
+                attempt=result.attempt,
+                approved=verdict.approved,
+                reviewer=verdict.reviewer,
+                findings=verdict.findings,
+                final=final,
+            )
+        )
+        if final:
+            self._log(
+                ItemFailed(
+                    component_id=result.component_id,
+                    phase=result.phase,
+                    attempt=result.attempt,
+                    error_class=ErrorClass.PERMANENT,
+                    error_type=TEACHBACK_REJECTED,
+                    error=(
+                        f"teachback rejected {rounds} times (gates.max_teachback_rounds): "
+                        + "; ".join(verdict.findings)
+                    ),
+                    decision="give_up",
+                )
+            )
+            self._poison(result.component_id, result.phase)
+        return True
+
+    def _review_teachback(self, result: ResultMessage) -> Verdict:
+        checker = TeachbackChecker()
+        cid = result.component_id
+        try:
+            teachback = parse_teachback(dict(self.store.get_bundle(result.output or "")), cid)
+            contract_item = self.state.item(cid, Phase.CONTRACT)
+            contract_files = self.store.get_bundle(contract_item.output or "")
+            contract = ComponentContract.model_validate_json(contract_files["interface.json"])
+        except (PactError, KeyError, ValueError) as exc:
+            return Verdict(reviewer=checker.name, approved=False, findings=[str(exc)])
+        assert self.state.tree is not None
+        allowed = set(self.state.dependencies.get(cid, []))
+        allowed |= set(self.state.tree.nodes[cid].children)
+        return checker.review(
+            TeachbackSubject(teachback=teachback, contract=contract, allowed=frozenset(allowed))
+        )
+
+    # -- human review -------------------------------------------------------------
+
+    def _hold_for_review(
+        self,
+        result: ResultMessage,
+        *,
+        files: list[str],
+        discovered: list[str],
+        external: list[str],
+    ) -> bool:
+        """Log a verified attempt as awaiting review when ``review:`` asks for it."""
+        item = self.state.item(result.component_id, result.phase)
+        record = item.gates.record
+        mode = self.settings.review
+        if result.phase not in GATED_PHASES or mode is ReviewMode.NONE:
+            return False
+        if mode is ReviewMode.GATED and (record is None or not record.gates.auditor_required):
+            return False
+        self._log(
+            ReviewRequested(
+                component_id=result.component_id,
+                phase=result.phase,
+                attempt=result.attempt,
+                score=record.score if record is not None else 0,
+                output=result.output or "",
+                files=files,
+                test_results=result.test_results,
+                usage=result.usage,
+                duration_s=result.duration_s,
+                discovered_dependencies=discovered,
+                external_dependencies=external,
+            )
+        )
+        return True
+
+    def _pause_for_review(self) -> bool:
+        """When the run would end with items awaiting review, pause it instead."""
+        if self.state.status is not RunStatus.ACTIVE:
+            return False
+        waiting = awaiting_review(self.state)
+        if not waiting:
+            return False
+        where = self.project.root
+        self._log(
+            RunPaused(
+                reason=f"{len(waiting)} item(s) await review: {', '.join(waiting)}",
+                recommendation=(
+                    f"pact review {where}; then pact approve {where} ITEM or "
+                    f"pact reject {where} ITEM --note '...'"
+                ),
+                pattern_type="awaiting_review",
+            )
+        )
+        return True
+
+
+def awaiting_review(state: RunState) -> list[str]:
+    """``component/phase`` of every item awaiting a human's review."""
+    if not state.index.counts.get(ItemStatus.AWAITING_REVIEW):
+        return []
+    return [
+        f"{i.component_id}/{i.phase.value}"
+        for i in state.items.values()
+        if i.status is ItemStatus.AWAITING_REVIEW
+    ]
+
+
+__all__ = ["TEACHBACK_REJECTED", "GateHandling", "awaiting_review"]

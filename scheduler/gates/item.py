@@ -1,0 +1,44 @@
+"""Where one work item stands with its gates (a part of the item's state, folded)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from scheduler.gates.dimensions import GateRecord
+from scheduler.gates.events import ReviewRequested, Stage
+
+#: The gate states an item goes through (empty: no gate has acted on it).
+GateState = Literal[
+    "",
+    "teachback_pending",
+    "under_review",
+    "active",
+    "correcting",
+    "awaiting_review",
+    "approved",
+    "rejected",
+]
+
+
+class ItemGates(BaseModel):
+    """The latest gate record, the teachback's progress and any human review."""
+
+    #: The gate record of the latest dispatch (None before the first).
+    record: GateRecord | None = None
+    #: What the current attempt is for.
+    stage: Stage = "work"
+    state: GateState = ""
+    #: An approved teachback lets the work call go ahead (kept across retries).
+    teachback_approved: bool = False
+    #: Teachbacks rejected so far (bounded by ``gates.max_teachback_rounds``).
+    teachback_rounds: int = 0
+    #: The corrections of the latest rejected teachback.
+    corrections: list[str] = Field(default_factory=list)
+    #: Advisory mode recorded that blocking would have held this item.
+    would_have_blocked: bool = False
+    #: The verified attempt waiting for a human, and the last decision.
+    review: ReviewRequested | None = None
+    decided_by: str = ""
+    note: str = ""

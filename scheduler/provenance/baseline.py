@@ -1,0 +1,288 @@
+"""Artifact baselines and drift (6.2): what was verified, and how the disk differs now.
+
+A baseline is captured when a component's implementation (or composition) is promoted,
+and only when the harness's tests all passed: it holds the SHA-256 of the contract, of
+the test suite and of the implementation as they were verified, and the contract's
+version. ``pact status`` and ``pact validate`` compare the disk against it:
+
+- the contract changed but the tests did not: an **error** (the tests no longer check
+  what the contract says);
+- the implementation changed while the contract's version did not: a **warning** (hand
+  edits that no verification covers);
+- the tests changed (alone, or with the contract): a **warning** (re-verify);
+- a verified file is gone: an **error**.
+
+Stored in ``.pact/baselines/<component_id>.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pact_workers.errors import PactError
+from pact_workers.files import atomic_write
+from pact_workers.models.testing import TestResults
+
+Severity = Literal["error", "warning"]
+Artifact = Literal["contract", "tests", "implementation"]
+
+
+class BaselineError(PactError):
+    """A baseline cannot be captured (the tests did not pass, or were never run)."""
+
+
+class ArtifactBaseline(BaseModel):
+    """Hash baseline for drift detection."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    component_id: str
+    contract_hash: str = Field(description="SHA256 of interface.json")
+    test_hash: str = Field(description="SHA256 of contract_test.py")
+    impl_hash: str = Field(description="SHA256 of implementation files concatenated")
+    captured_at: str = Field(description="ISO 8601 timestamp")
+    test_results: TestResults | None = None
+    #: The contract's ``version`` when captured (a bump explains implementation changes).
+    contract_version: int = 1
+
+
+class DriftFinding(BaseModel):
+    """One way a component's files differ from what was verified."""
+
+    model_config = ConfigDict(frozen=True)
+
+    component_id: str
+    artifact: Artifact
+    severity: Severity
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.message}"
+
+
+def _paths(project_dir: Path, component_id: str) -> tuple[Path, Path, Path]:
+    pact = project_dir / ".pact"
+    contract_dir = pact / "contracts" / component_id
+    return (
+        contract_dir / "interface.json",
+        contract_dir / "tests",
+        pact / "implementations" / component_id / "src",
+    )
+
+
+def baseline_path(project_dir: Path, component_id: str) -> Path:
+    return project_dir / ".pact" / "baselines" / f"{component_id}.json"
+
+
+def hash_file(path: Path) -> str:
+    """SHA-256 of a file's bytes; empty when it is missing."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def hash_files(files: Mapping[str, bytes]) -> str:
+    """SHA-256 over files given as relative name -> bytes (sorted by name); empty for
+    none. The same files hash the same whether read from disk or from the store."""
+    if not files:
+        return ""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0")
+        digest.update(files[name] + b"\0")
+    return digest.hexdigest()
+
+
+def hash_tree(root: Path) -> str:
+    """:func:`hash_files` of every file under ``root`` (the interpreter's caches left
+    out: running the tests by hand must not look like an edit)."""
+    if not root.is_dir():
+        return ""
+    return hash_files(
+        {
+            p.relative_to(root).as_posix(): p.read_bytes()
+            for p in root.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        }
+    )
+
+
+def contract_version(interface: Path) -> int:
+    """The ``version`` the contract declares (1 when missing or unreadable)."""
+    try:
+        value = json.loads(interface.read_bytes()).get("version", 1)
+    except (OSError, ValueError, AttributeError):
+        return 1
+    return value if isinstance(value, int) else 1
+
+
+def capture_baseline(component_id: str, project_dir: Path) -> ArtifactBaseline:
+    """Capture current hashes for a component's artifacts.
+
+    Raises:
+        BaselineError: the component's verified test results are missing, or not every
+            test passed: a baseline records only verified work.
+    """
+    interface, tests, src = _paths(project_dir, component_id)
+    results_path = src.parent / "test_results.json"
+    try:
+        results = TestResults.model_validate_json(results_path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        raise BaselineError(
+            f"{component_id}: no verified test results at {results_path}; a baseline is "
+            "captured only after the contract tests pass"
+        ) from exc
+    if not results.all_passed:
+        raise BaselineError(
+            f"{component_id}: the contract tests did not all pass ({results.summary()}); "
+            "no baseline captured"
+        )
+    return ArtifactBaseline(
+        component_id=component_id,
+        contract_hash=hash_file(interface),
+        test_hash=hash_tree(tests),
+        impl_hash=hash_tree(src),
+        captured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        test_results=results,
+        contract_version=contract_version(interface),
+    )
+
+
+def baseline_from_verified(
+    component_id: str,
+    *,
+    contract: bytes,
+    tests: Mapping[str, bytes],
+    src: Mapping[str, bytes],
+    results: TestResults | None,
+    captured_at: str,
+) -> ArtifactBaseline:
+    """The baseline of verified outputs as the artifact store holds them (paths relative
+    to ``tests/`` and ``src/``): how a rebuild re-creates a lost baseline without
+    trusting files that may have been edited since.
+
+    Raises:
+        BaselineError: the outputs were not verified by passing tests.
+    """
+    if results is None or not results.all_passed:
+        raise BaselineError(f"{component_id}: no passing test results; no baseline captured")
+    version = 1
+    try:
+        loaded = json.loads(contract).get("version", 1)
+        version = loaded if isinstance(loaded, int) else 1
+    except (ValueError, AttributeError):
+        pass
+    return ArtifactBaseline(
+        component_id=component_id,
+        contract_hash=hashlib.sha256(contract).hexdigest(),
+        test_hash=hash_files(tests),
+        impl_hash=hash_files(src),
+        captured_at=captured_at,
+        test_results=results,
+        contract_version=version,
+    )
+
+
+def write_baseline(project_dir: Path, baseline: ArtifactBaseline) -> None:
+    data = baseline.model_dump_json(indent=2).encode() + b"\n"
+    atomic_write(baseline_path(project_dir, baseline.component_id), data)
+
+
+def read_baseline(project_dir: Path, component_id: str) -> ArtifactBaseline | None:
+    try:
+        return ArtifactBaseline.model_validate_json(
+            baseline_path(project_dir, component_id).read_bytes()
+        )
+    except (OSError, ValidationError):
+        return None
+
+
+def read_baselines(project_dir: Path) -> dict[str, ArtifactBaseline]:
+    """Every baseline of the project, by component id."""
+    found: dict[str, ArtifactBaseline] = {}
+    root = project_dir / ".pact" / "baselines"
+    if not root.is_dir():
+        return found
+    for path in sorted(root.glob("*.json")):
+        baseline = read_baseline(project_dir, path.stem)
+        if baseline is not None:
+            found[baseline.component_id] = baseline
+    return found
+
+
+def check_drift(baseline: ArtifactBaseline, project_dir: Path) -> list[DriftFinding]:
+    """How the component's files differ from ``baseline``, each with its severity."""
+    cid = baseline.component_id
+    interface, tests, src = _paths(project_dir, cid)
+    found: list[DriftFinding] = []
+
+    def add(artifact: Artifact, sev: Severity, msg: str) -> None:
+        found.append(DriftFinding(component_id=cid, artifact=artifact, severity=sev, message=msg))
+
+    contract_now = hash_file(interface)
+    tests_now = hash_tree(tests)
+    impl_now = hash_tree(src)
+    contract_changed = contract_now != baseline.contract_hash
+    tests_changed = tests_now != baseline.test_hash
+    present: tuple[tuple[Artifact, Path, str], ...] = (
+        ("contract", interface, contract_now),
+        ("tests", tests, tests_now),
+        ("implementation", src, impl_now),
+    )
+    for artifact, path, now in present:
+        if not now:
+            add(artifact, "error", f"{cid}: verified {artifact} is missing ({path.name})")
+    if contract_changed and contract_now and not tests_changed:
+        add(
+            "contract",
+            "error",
+            f"{cid}: contract changed (hash mismatch) but its tests were not updated; "
+            "re-run the test phase (`pact resume DIR --from-phase contract`)",
+        )
+    elif tests_changed and tests_now:
+        changed = "contract and tests" if contract_changed else "tests"
+        add("tests", "warning", f"{cid}: {changed} changed since verification; re-verify")
+    if impl_now and impl_now != baseline.impl_hash:
+        version_now = contract_version(interface)
+        if version_now == baseline.contract_version:
+            add(
+                "implementation",
+                "warning",
+                f"{cid}: implementation changed (hash mismatch) but contract version "
+                f"unchanged ({version_now})",
+            )
+        else:
+            add(
+                "implementation",
+                "warning",
+                f"{cid}: implementation changed with the contract version "
+                f"{baseline.contract_version} -> {version_now}; re-verify it",
+            )
+    return found
+
+
+def detect_drift(baseline: ArtifactBaseline, project_dir: Path) -> list[str]:
+    """Compare current file hashes against baseline.
+
+    Returns:
+        One description per drift, led by its severity, e.g. ``"warning: c:
+        implementation changed (hash mismatch) but contract version unchanged (1)"``.
+    """
+    return [str(f) for f in check_drift(baseline, project_dir)]
+
+
+def project_drift(project_dir: Path) -> list[DriftFinding]:
+    """Drift of every component that has a baseline (what status and validate show)."""
+    return [
+        finding
+        for baseline in read_baselines(project_dir).values()
+        for finding in check_drift(baseline, project_dir)
+    ]

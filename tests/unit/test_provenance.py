@@ -1,0 +1,222 @@
+"""Provenance (seed 000, section 6): sidecars, baselines and drift, staleness."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from pact_workers.models.testing import TestResults
+from pact_workers.models.work import Phase
+from scheduler.provenance import (
+    ArtifactMetadata,
+    BaselineError,
+    capture_baseline,
+    check_drift,
+    detect_drift,
+    read_artifact_metadata,
+    write_artifact_metadata,
+)
+from scheduler.provenance.baseline import ArtifactBaseline, baseline_from_verified, hash_tree
+from scheduler.provenance.promotion import GITIGNORE, ensure_gitignore, restore_provenance
+from scheduler.provenance.staleness import check_staleness
+from scheduler.rebuild import rebuild_state
+from tests.runs import RunBuilder, star_tree
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def metadata(**fields: object) -> ArtifactMetadata:
+    base: dict[str, object] = {
+        "pact_version": "0.1.0",
+        "model": "claude-sonnet-4-5-20250929",
+        "component_id": "lexer",
+        "artifact_type": "implementation",
+        "cost_input_tokens": 1200,
+        "cost_output_tokens": 300,
+        "cost_usd": 0.0081,
+        "timestamp": "2026-05-01T10:00:00+00:00",
+        "run_id": "r1",
+        "worker": "host-a/pid42",
+    }
+    return ArtifactMetadata.model_validate({**base, **fields})
+
+
+def test_metadata_roundtrip(tmp_path: Path) -> None:
+    artifact = tmp_path / "interface.json"
+    artifact.write_text("{}")
+    written = metadata(files=["interface.json"], contract_version=3)
+    write_artifact_metadata(artifact, written)
+    assert (tmp_path / "interface.meta.json").is_file()
+    assert read_artifact_metadata(artifact) == written
+
+
+def test_a_missing_or_corrupt_sidecar_reads_as_none(tmp_path: Path) -> None:
+    artifact = tmp_path / "src"
+    assert read_artifact_metadata(artifact) is None
+    (tmp_path / "src.meta.json").write_text('{"model": 1')
+    assert read_artifact_metadata(artifact) is None
+
+
+def test_sidecars_are_written_whole_and_leave_no_temporary_file(tmp_path: Path) -> None:
+    artifact = tmp_path / "tests"
+    for cost in (0.1, 0.2, 0.3):
+        write_artifact_metadata(artifact, metadata(cost_usd=cost))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tests.meta.json"]
+    assert json.loads((tmp_path / "tests.meta.json").read_text())["cost_usd"] == 0.3
+
+
+def test_the_gitignore_lists_sidecars_once_and_keeps_what_was_there(tmp_path: Path) -> None:
+    project = RunBuilder(tmp_path, star_tree(1)).close()
+    ignore = project.pact / ".gitignore"
+    ignore.write_text("state.json")
+    ensure_gitignore(project)
+    ensure_gitignore(project)
+    assert ignore.read_text() == "state.json\n" + GITIGNORE
+
+
+# -- baselines and drift -------------------------------------------------------------
+
+
+def verified_component(root: Path, cid: str = "lexer", *, passed: bool = True) -> None:
+    contract = root / ".pact" / "contracts" / cid
+    (contract / "tests").mkdir(parents=True)
+    (contract / "interface.json").write_text(json.dumps({"component_id": cid, "version": 1}))
+    (contract / "tests" / "contract_test.py").write_text("def test_x():\n    assert True\n")
+    impl = root / ".pact" / "implementations" / cid
+    (impl / "src").mkdir(parents=True)
+    (impl / "src" / f"{cid}.py").write_text("X = 1\n")
+    results = TestResults(total=4, passed=4 if passed else 3, failed=0 if passed else 1)
+    (impl / "test_results.json").write_text(results.model_dump_json())
+
+
+def test_no_drift_clean(tmp_path: Path) -> None:
+    verified_component(tmp_path)
+    baseline = capture_baseline("lexer", tmp_path)
+    assert detect_drift(baseline, tmp_path) == []
+    # Running the tests by hand leaves interpreter caches: that is not an edit.
+    cache = tmp_path / ".pact/implementations/lexer/src/__pycache__"
+    cache.mkdir()
+    (cache / "lexer.cpython-311.pyc").write_bytes(b"\0")
+    assert detect_drift(baseline, tmp_path) == []
+
+
+def test_impl_drift_detected(tmp_path: Path) -> None:
+    verified_component(tmp_path)
+    baseline = capture_baseline("lexer", tmp_path)
+    (tmp_path / ".pact/implementations/lexer/src/lexer.py").write_text("X = 2\n")
+    found = check_drift(baseline, tmp_path)
+    assert [(f.artifact, f.severity) for f in found] == [("implementation", "warning")]
+    assert "contract version unchanged" in detect_drift(baseline, tmp_path)[0]
+    # With the contract's version bumped the change is explained, still to re-verify.
+    interface = tmp_path / ".pact/contracts/lexer/interface.json"
+    interface.write_text(json.dumps({"component_id": "lexer", "version": 2}))
+    (tmp_path / ".pact/contracts/lexer/tests/contract_test.py").write_text("def test_y(): ...\n")
+    messages = detect_drift(baseline, tmp_path)
+    assert any("contract version 1 -> 2" in m for m in messages)
+    assert not any(m.startswith("error") for m in messages)
+
+
+def test_contract_drift_without_test_update(tmp_path: Path) -> None:
+    verified_component(tmp_path)
+    baseline = capture_baseline("lexer", tmp_path)
+    interface = tmp_path / ".pact/contracts/lexer/interface.json"
+    interface.write_text(json.dumps({"component_id": "lexer", "version": 1, "x": 1}))
+    found = check_drift(baseline, tmp_path)
+    assert [(f.artifact, f.severity) for f in found] == [("contract", "error")]
+    assert detect_drift(baseline, tmp_path)[0].startswith("error: lexer: contract changed")
+
+
+def test_a_deleted_verified_file_is_a_drift_error(tmp_path: Path) -> None:
+    verified_component(tmp_path)
+    baseline = capture_baseline("lexer", tmp_path)
+    (tmp_path / ".pact/implementations/lexer/src/lexer.py").unlink()
+    assert [(f.artifact, f.severity) for f in check_drift(baseline, tmp_path)] == [
+        ("implementation", "error")
+    ]
+
+
+def test_baseline_capture_after_passing_tests(tmp_path: Path) -> None:
+    verified_component(tmp_path, "good")
+    verified_component(tmp_path, "bad", passed=False)
+    assert capture_baseline("good", tmp_path).test_results is not None
+    with pytest.raises(BaselineError, match="did not all pass"):
+        capture_baseline("bad", tmp_path)
+    with pytest.raises(BaselineError, match="no verified test results"):
+        capture_baseline("never_run", tmp_path)
+    with pytest.raises(BaselineError):
+        baseline_from_verified(
+            "bad", contract=b"{}", tests={}, src={}, results=None, captured_at="x"
+        )
+
+
+def test_a_baseline_from_the_store_equals_one_from_the_disk(tmp_path: Path) -> None:
+    verified_component(tmp_path)
+    from_disk = capture_baseline("lexer", tmp_path)
+    from_store = baseline_from_verified(
+        "lexer",
+        contract=(tmp_path / ".pact/contracts/lexer/interface.json").read_bytes(),
+        tests={"contract_test.py": b"def test_x():\n    assert True\n"},
+        src={"lexer.py": b"X = 1\n"},
+        results=from_disk.test_results,
+        captured_at=from_disk.captured_at,
+    )
+    assert from_store == from_disk
+    assert hash_tree(tmp_path / "nothing") == ""
+
+
+# -- staleness ------------------------------------------------------------------------
+
+
+def baseline(cid: str, days_ago: int) -> ArtifactBaseline:
+    return ArtifactBaseline(
+        component_id=cid,
+        contract_hash="c",
+        test_hash="t",
+        impl_hash="i",
+        captured_at=(NOW - timedelta(days=days_ago)).isoformat(),
+    )
+
+
+def test_fresh_within_window() -> None:
+    check = check_staleness("a", baseline("a", 30), {"b": baseline("b", 40)}, 90, now=NOW)
+    assert (check.status, check.days_since_verification, check.dependency_updates_since) == (
+        "fresh",
+        30,
+        0,
+    )
+
+
+def test_aging_dep_changed() -> None:
+    check = check_staleness("a", baseline("a", 30), {"b": baseline("b", 2)}, 90, now=NOW)
+    assert (check.status, check.dependency_updates_since) == ("aging", 1)
+    assert "b" in check.reason
+
+
+def test_stale_past_window() -> None:
+    check = check_staleness("a", baseline("a", 100), {}, 90, now=NOW)
+    assert check.status == "stale" and check.days_since_verification == 100
+    assert "90-day window" in check.reason
+    assert check_staleness("a", baseline("a", 100), {}, 120, now=NOW).status == "fresh"
+    with pytest.raises(ValueError, match="at least 1"):
+        check_staleness("a", baseline("a", 1), {}, 0, now=NOW)
+
+
+# -- rebuild re-creates ---------------------------------------------------------------
+
+
+def test_restore_re_creates_lost_sidecars_from_the_log_not_from_edited_files(
+    tmp_path: Path,
+) -> None:
+    builder = RunBuilder(tmp_path, star_tree(1))
+    builder.complete("c1")
+    store = builder.store
+    project = builder.close()
+    state = rebuild_state(tmp_path)
+    assert restore_provenance(project, state, store) == 3  # three sidecars
+    sidecar = read_artifact_metadata(project.destination("c1", Phase.TEST))
+    assert sidecar is not None and sidecar.cost_usd == 0.01 and sidecar.run_id == state.run_id
+    assert restore_provenance(project, state, store) == 0  # nothing lost: no write
+    assert (project.pact / ".gitignore").read_text() == GITIGNORE
