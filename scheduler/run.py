@@ -43,7 +43,6 @@ from scheduler.outcomes import ResultHandling
 from scheduler.policy import STALLED, WORKER_LOST
 from scheduler.project import ProjectDir
 from scheduler.provenance.promotion import restore_provenance
-from scheduler.provenance.promotion import restore_provenance
 from scheduler.settings import Settings
 from scheduler.state import RunState, RunStatus
 from scheduler.verdicts import budget_stop, run_end
@@ -230,8 +229,6 @@ class RunController(ResultHandling, GateHandling):
                 )
             ):
                 self._promote(item.component_id, item.phase)
-        # Sidecars and baselines lost since (or never written) are made from the log.
-        restore_provenance(self.project, self.state, self.store)
         # Sidecars and baselines lost since (or never written) are made from the log.
         restore_provenance(self.project, self.state, self.store)
 

@@ -79,8 +79,6 @@ class Settings(BaseModel):
     cache: CacheMode | None = None
     #: Days after its verification a component counts as stale (``pact status``).
     staleness_window_days: int = Field(default=90, ge=1)
-    #: Days after its verification a component counts as stale (``pact status``).
-    staleness_window_days: int = Field(default=90, ge=1)
     #: Risk-scored gates (``scheduler.gates``): ``advisory`` (records what blocking
     #: would hold) or ``blocking`` (a teachback must be approved before the work call
     #: of an item scoring 7 or more), with per-component dimension overrides.

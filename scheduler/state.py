@@ -81,12 +81,6 @@ class ItemState(BaseModel):
     worker: str = ""
     accepted_usage: Usage = Field(default_factory=Usage)
     accepted_at: str = ""
-    #: Provenance of the accepted attempt: the model that answered, the worker slot,
-    #: what that attempt alone cost, and when it was accepted (``.meta.json`` sidecars).
-    model: str = ""
-    worker: str = ""
-    accepted_usage: Usage = Field(default_factory=Usage)
-    accepted_at: str = ""
     promoted: bool = False
     #: The action key of the current attempt (empty: the run does not use the cache).
     action_key: str = ""
