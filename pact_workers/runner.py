@@ -15,6 +15,9 @@ on as any other, with the agent.
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 
@@ -58,6 +61,7 @@ def execute_task(
     """
     started = time.monotonic()
     usage = Usage()
+    model = ""
     progress = on_progress or (lambda _stage: None)
 
     def result(**fields: object) -> ResultMessage:
@@ -68,6 +72,8 @@ def execute_task(
             attempt=task.attempt,
             usage=usage,
             duration_s=time.monotonic() - started,
+            model=model,
+            worker=worker_slot(),
             **fields,
         )
 
@@ -94,7 +100,7 @@ def execute_task(
                 teachback=task.stage == "teachback",
             )
         )
-        usage = output.usage
+        usage, model = output.usage, output.model
         files = {safe_relpath(p): d for p, d in output.files.items()}
         if task.stage == "teachback":
             # Only its shape is checked here; the scheduler reviews it against the contract.
@@ -129,6 +135,14 @@ def execute_task(
             outcome="error", error_class=cls, error_type=type(exc).__name__, error=message
         )
     return result(outcome="ok", output=digest, test_results=test_results)
+
+
+def worker_slot() -> str:
+    """``host/slot`` of the process or thread running this attempt: a pool thread is a
+    slot of an in-process executor, a process (a Celery prefork child) a fleet's."""
+    thread = threading.current_thread()
+    slot = f"pid{os.getpid()}" if thread is threading.main_thread() else thread.name
+    return f"{socket.gethostname()}/{slot}"
 
 
 def _serve_cached(

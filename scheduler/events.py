@@ -107,6 +107,9 @@ class ItemSucceeded(_ItemEvent):
     #: Internal dependencies a new contract declared (they now gate implementation).
     discovered_dependencies: list[str] = Field(default_factory=list)
     external_dependencies: list[str] = Field(default_factory=list)
+    #: Who produced the output: the model that answered and the worker slot.
+    model: str = ""
+    worker: str = ""
 
     @classmethod
     def from_result(
@@ -123,6 +126,8 @@ class ItemSucceeded(_ItemEvent):
             duration_s=result.duration_s,
             discovered_dependencies=discovered,
             external_dependencies=external,
+            model=result.model,
+            worker=result.worker,
         )
 
 
@@ -142,6 +147,8 @@ class ItemFailed(_ItemEvent):
     #: Typed suspension while the item cannot proceed (seed 002): ``wild`` for a
     #: schema violation or a stalled agent, ``void`` for a contradiction (a cycle).
     suspension: SuspensionKind | None = None
+    #: The worker slot that ran the attempt (empty when no worker answered).
+    worker: str = ""
 
     @classmethod
     def from_result(
@@ -166,6 +173,7 @@ class ItemFailed(_ItemEvent):
             decision=decision,
             retry_at=retry_at,
             suspension=suspension,
+            worker=result.worker,
         )
 
 

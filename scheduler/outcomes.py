@@ -35,6 +35,7 @@ from scheduler.executors.base import Executor
 from scheduler.leases import LeaseBook
 from scheduler.policy import decide
 from scheduler.project import ProjectDir
+from scheduler.provenance.promotion import record_promotion
 from scheduler.settings import Settings
 from scheduler.state import RunState, RunStatus, item_key
 from scheduler.verdicts import poison, systemic_pause
@@ -206,3 +207,6 @@ class ResultHandling:
         files = self.store.get_bundle(item.output)
         paths = self.project.promote(component_id, phase, files, item.test_results)
         self._log(ArtifactsPromoted(component_id=component_id, phase=phase, paths=paths))
+        # Provenance: the item's .meta.json sidecar, and the component's baseline once
+        # its implementation is verified.
+        record_promotion(self.project, self.state, component_id, phase)

@@ -203,6 +203,10 @@ class ResultMessage(BaseModel):
     test_results: TestResults | None = None
     usage: Usage = Field(default_factory=Usage)
     duration_s: float = Field(default=0.0, ge=0)
+    #: The model that answered (as the backend reported it) and the worker slot
+    #: (``host/slot``) that ran the attempt: provenance of what it produced.
+    model: str = ""
+    worker: str = ""
 
     @property
     def item(self) -> WorkItem:
