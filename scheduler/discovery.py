@@ -126,13 +126,16 @@ def judge_contract(
     *,
     source_tree: Path | None,
     quality: QualityMode,
+    imported: bool = False,
 ) -> tuple[ContractChecked | None, ResultMessage | None, list[str], list[str]]:
     """What the run loop does with a contract result: (the check to log, the failure
     to apply instead of a success or None, new internal and external dependencies).
 
     A contract that does not parse is rejected (retried with the reason); a cycle is
     final; any other finding rejects the attempt with the findings as feedback, as
-    failing tests do.
+    failing tests do. An ``imported`` contract (one a Pact project holds) is the
+    interface its code was written against: its findings are logged, and only a cycle
+    rejects it.
     """
     try:
         contract = verify_contract(store.get_bundle(result.output or ""), result.component_id)
@@ -149,6 +152,9 @@ def judge_contract(
     )
     if not verdict.error:
         return verdict.event, None, verdict.discovered, verdict.external
+    if imported and not verdict.cycle:
+        kept = verdict.event.model_copy(update={"accepted": True, "waits_for": []})
+        return kept, None, verdict.discovered, verdict.external
     error_type = DEPENDENCY_CYCLE if verdict.cycle else TESTS_FAILED
     return verdict.event, _failure(result, error_type, verdict.error), [], []
 

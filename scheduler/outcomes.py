@@ -33,6 +33,7 @@ from scheduler.events import (
 )
 from scheduler.executors.base import Executor
 from scheduler.leases import LeaseBook
+from scheduler.pactimport.runcache import is_imported
 from scheduler.policy import decide
 from scheduler.project import ProjectDir
 from scheduler.provenance.promotion import record_promotion
@@ -152,6 +153,8 @@ class ResultHandling:
             result,
             source_tree=self.project.root,
             quality=self.settings.contract_quality,
+            # A Pact project's contract is kept with its findings (pactimport).
+            imported=is_imported(cached),
         )
         if event is not None:
             self._log(event)

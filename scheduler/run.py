@@ -26,7 +26,7 @@ from pact_workers.models.work import (
     Phase,
 )
 from scheduler.attempts import new_attempt
-from scheduler.cache import ActionCache, RunCache
+from scheduler.cache import ActionCache
 from scheduler.estimates import prior_attempt_usd, within_budget
 from scheduler.events import (
     Event,
@@ -40,6 +40,7 @@ from scheduler.journal import Listener, RunJournal
 from scheduler.launch import load_state
 from scheduler.leases import LeaseBook, interrupted, lease_failure
 from scheduler.outcomes import ResultHandling
+from scheduler.pactimport.runcache import run_cache_for
 from scheduler.policy import STALLED, WORKER_LOST
 from scheduler.project import ProjectDir
 from scheduler.provenance.promotion import restore_provenance
@@ -88,7 +89,8 @@ class RunController(ResultHandling, GateHandling):
         #: The lease of every in-flight attempt, renewed by worker activity.
         self.leases = LeaseBook(self.clock)
         #: The action cache (None: not used); pact.yaml's ``cache:`` says how.
-        self.cache = RunCache(cache, settings.cache) if cache is not None else None
+        # A run that imported a Pact project is served its artifacts first (pactimport).
+        self.cache = run_cache_for(project, cache, settings.cache)
         #: Scores every dispatch and says whether it is a teachback (``scheduler.gates``).
         self.gatekeeper = GateKeeper(settings.gates, pact_dir=project.pact, store=store)
 

@@ -9,7 +9,10 @@ from typing import Annotated
 import typer
 
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
-from scheduler.cli.runs import SandboxOption
+from scheduler.cli.interrupt import interruptible
+from scheduler.cli.runs import AgentOption, SandboxOption, WorkersOption
+from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
+from scheduler.commands.pactimport import ImportPlan, import_pact
 from scheduler.commands.pactverify import verify_pact
 from scheduler.pactimport import Reproduction
 
@@ -53,3 +56,45 @@ def verify(
             f"recorded counts, {len(differ)} differ"
         )
     raise typer.Exit(EXIT_FAILED if differ else EXIT_OK)
+
+
+@app.command("import")
+def import_(
+    pact_dir: PactDirArgument,
+    project: Annotated[
+        Path, typer.Option(envvar="PACT_PROJECT", help="New directory the run is written to")
+    ],
+    agent: AgentOption = None,
+    replay_dir: Annotated[
+        Path | None,
+        typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts the replay agent serves"),
+    ] = None,
+    workers: WorkersOption = 4,
+    sandbox: SandboxOption = "local",
+) -> None:
+    """Start a run from an existing Pact project: what it produced is re-verified by the
+    harness instead of re-authored; what fails or is missing is authored."""
+
+    def show(plan: ImportPlan) -> None:
+        for finding in plan.findings:
+            say(finding, label=f"contract {finding.severity}")
+        say(
+            f"importing {len(plan.artifacts)} artifacts of {len(plan.tree.nodes)} components "
+            f"from {plan.project.pact_dir}",
+            to_err=True,
+        )
+
+    with user_errors(), interruptible(project) as stop, progress_display() as progress:
+        _, state = import_pact(
+            pact_path=pact_dir,
+            project_dir=project,
+            agent_name=agent,
+            replay_dir=replay_dir,
+            workers=workers,
+            sandbox_name=sandbox,
+            listener=ProgressListener(progress),
+            stop=stop,
+            on_plan=show,
+        )
+    print_summary(state, project)
+    raise typer.Exit(exit_for(state))

@@ -28,12 +28,13 @@ from pact_workers.models.contract import ComponentContract
 from pact_workers.models.documents import read_input_file
 from pact_workers.models.testing import TestResults
 from pact_workers.models.tree import DecompositionTree, load_tree
-from scheduler.commands.validate import MAX_CONTRACT_BYTES, read_contracts
 
 __all__ = ["PactComponent", "PactProject", "read_pact_project", "resolve_pact_dir"]
 
 #: Largest single file read from a Pact project (tests and sources included).
 MAX_FILE_BYTES = 8 * 1024 * 1024
+#: Largest JSON document read (contracts, results, the interview).
+MAX_JSON_BYTES = 4 * 1024 * 1024
 #: Largest number of files read from one component's tests or sources.
 MAX_FILES = 2000
 
@@ -87,6 +88,9 @@ def read_pact_project(path: Path) -> PactProject:
     Raises:
         InputError: naming the file that cannot be read or is not what Pact writes.
     """
+    # Imported here: the command layer imports the run loop, which imports this package.
+    from scheduler.commands.validate import read_contracts
+
     pact_dir = resolve_pact_dir(path)
     tree_file = pact_dir / "decomposition" / "tree.json"
     tree = load_tree(tree_file)
@@ -153,7 +157,7 @@ def _files(directory: Path, prefix: str) -> dict[str, bytes]:
 
 def _json(file: Path) -> Any:
     try:
-        return json.loads(read_input_file(file, MAX_CONTRACT_BYTES).decode("utf-8"))
+        return json.loads(read_input_file(file, MAX_JSON_BYTES).decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(f"{file}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:

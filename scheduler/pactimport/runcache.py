@@ -1,0 +1,106 @@
+"""Offering what a Pact project produced to the harness, in place of an agent's answer.
+
+An imported run's items are served as action-cache hits whose result is the Pact
+artifact (``cache: verify`` semantics whatever pact.yaml says: the worker's harness
+checks it as it would an agent's answer, and the run checks an imported contract as
+it checks every contract). Accepted, the item succeeds at cost 0 and its
+``cache_hit`` names the Pact project as its origin; rejected, the hit is dropped and
+the agent is asked, as for any item. Items Pact did not produce go to the run's own
+action cache, if it has one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from pact_workers.artifacts import ArtifactStore, Bundle
+from pact_workers.models.environment import EnvironmentSpec
+from pact_workers.models.work import Phase, Usage
+from scheduler.cache import ActionCache, CacheEntry, CacheMode, RunCache
+from scheduler.events import CachedResult
+from scheduler.pactimport.manifest import IMPORT_ORIGIN, ImportManifest, read_manifest
+
+if TYPE_CHECKING:
+    from scheduler.project import ProjectDir
+    from scheduler.state import RunState
+
+__all__ = ["ImportedRunCache", "is_imported", "run_cache_for"]
+
+
+class _NoCache:
+    """The backend of an imported run that has no action cache of its own."""
+
+    name = "none"
+
+    @property
+    def location(self) -> str:
+        return "nowhere"
+
+    def get(self, key: str) -> CacheEntry | None:
+        return None
+
+    def put(self, entry: CacheEntry, files: Mapping[str, bytes]) -> None:
+        return None
+
+    def files(self, entry: CacheEntry) -> Bundle:
+        return {}
+
+
+class ImportedRunCache(RunCache):
+    """A run's cache that serves the imported artifacts first; see the module docstring."""
+
+    def __init__(
+        self, manifest: ImportManifest, cache: ActionCache | None, setting: CacheMode | None
+    ) -> None:
+        super().__init__(cache if cache is not None else _NoCache(), setting)
+        self.manifest = manifest
+        self.imported = manifest.by_item()
+        self.own = cache is not None
+
+    def look_up(
+        self,
+        state: RunState,
+        store: ArtifactStore,
+        component_id: str,
+        phase: Phase,
+        *,
+        inputs: Mapping[str, str],
+        verify_inputs: Mapping[str, str],
+        environment: EnvironmentSpec,
+    ) -> tuple[str, CachedResult | None]:
+        artifact = self.imported.get((component_id, phase))
+        if artifact is not None and state.item(component_id, phase).cache != "dropped":
+            return "", CachedResult(
+                output=artifact.output,
+                trusted=False,
+                source_run=self.manifest.origin,
+                saved=Usage(),
+            )
+        if not self.own:
+            return "", None
+        return super().look_up(
+            state,
+            store,
+            component_id,
+            phase,
+            inputs=inputs,
+            verify_inputs=verify_inputs,
+            environment=environment,
+        )
+
+
+def is_imported(hit: CachedResult | None) -> bool:
+    """True for a hit that serves an artifact of an imported Pact project."""
+    return hit is not None and hit.source_run.startswith(IMPORT_ORIGIN)
+
+
+def run_cache_for(
+    project: ProjectDir, cache: ActionCache | None, setting: CacheMode | None
+) -> RunCache | None:
+    """The cache a run loop uses: the imported artifacts first when the run imported a
+    Pact project, else the run's action cache (None: none)."""
+    manifest = read_manifest(project.pact)
+    if manifest is not None:
+        return ImportedRunCache(manifest, cache, setting)
+    return RunCache(cache, setting) if cache is not None else None
