@@ -7,10 +7,17 @@ place the file is read.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from pact_workers.agents.factory import AgentsSettings
 from pact_workers.agents.pricing import Price
@@ -20,6 +27,7 @@ from pact_workers.models.environment import EnvironmentSpec
 from scheduler.budget import BudgetSettings
 from scheduler.cache.base import CacheMode
 from scheduler.gates.settings import GatesSettings, ReviewMode
+from scheduler.git_promotion import AUTHOR
 from scheduler.timeouts import ImpatienceLevel, TimeoutConfig
 from scheduler.validation.findings import QualityMode
 from scheduler.wavefront import SchedulingMode
@@ -77,6 +85,11 @@ class Settings(BaseModel):
     #: does not verify it again, ``off`` neither reads nor writes the cache. Unset:
     #: ``verify``, except for the replay and noop agents (``off``).
     cache: CacheMode | None = None
+    #: Promotion of verified artifacts into the project: ``files`` (default) writes
+    #: them; ``git`` also makes each promotion one commit there (``scheduler.git_promotion``),
+    #: with ``promote_author`` (``Name <email>``) as author.
+    promote: Literal["files", "git"] = "files"
+    promote_author: str = "pact-fleet <pact-fleet@localhost>"
     #: Days after its verification a component counts as stale (``pact status``).
     staleness_window_days: int = Field(default=90, ge=1)
     #: Risk-scored gates (``scheduler.gates``): ``advisory`` (records what blocking
@@ -97,6 +110,13 @@ class Settings(BaseModel):
             phase_caps=self.phase_caps,
             shaping_budget_pct=self.shaping_budget_pct,
         )
+
+    @field_validator("promote_author")
+    @classmethod
+    def _check_author(cls, value: str) -> str:
+        if not AUTHOR.match(value):
+            raise ValueError("write the author as 'Name <email>'")
+        return value
 
     @model_validator(mode="after")
     def _check_nested(self) -> Settings:

@@ -29,15 +29,21 @@ def example_dir(name: str = EXAMPLE) -> Iterator[Path]:
 
 
 def demo_directory(directory: Path | None) -> Path:
-    """Where the demo runs: ``directory`` if new or empty, else a fresh temporary one.
+    """Where the demo runs: ``directory`` if new or empty (but for a ``pact.yaml``), else
+    a fresh temporary one.
 
     Raises:
         RunDirError: ``directory`` exists and is not an empty directory.
     """
     if directory is None:
         return Path(tempfile.mkdtemp(prefix="pact-demo-"))
-    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-        raise RunDirError(f"{directory}: the demo needs a new or empty directory")
+    # A pact.yaml put there first is the demo's settings (e.g. ``promote: git``).
+    if directory.exists() and (
+        not directory.is_dir() or any(p.name != "pact.yaml" for p in directory.iterdir())
+    ):
+        raise RunDirError(
+            f"{directory}: the demo needs a new or empty directory (a pact.yaml alone is used)"
+        )
     return directory
 
 
