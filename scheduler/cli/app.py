@@ -1,7 +1,8 @@
 """The ``pact`` Typer app, its two consoles, its exit codes and how errors are shown.
 
 Exit codes: 0 the run is done, 1 the run failed (or paused, or a service it needs is
-unreachable), 2 bad input (nothing was written), 130 interrupted (Ctrl-C; the run is
+unreachable), 2 bad input (nothing was written), 3 the run stopped with items awaiting
+a human's review (``pact review``), 130 interrupted (Ctrl-C; the run is
 saved for ``pact resume``), 70 an internal error (a bug; the traceback goes to a file).
 
 Everything a user or the wire gave us (paths, ids, error texts) may contain square

@@ -23,6 +23,7 @@ from scheduler.cli.views import (
 )
 from scheduler.commands.agents import NOOP_NOTE
 from scheduler.commands.provenance import provenance_report
+from scheduler.gates.report import gates_report
 from scheduler.project import ProjectDir
 from scheduler.report import poisoned_items, summary_rows
 
@@ -150,6 +151,7 @@ def status(
                     cid: check.model_dump(mode="json") for cid, check in state.validation.items()
                 },
                 "cache": cache_report(state).to_json(),
+                "gates": gates_report(state),
                 "provenance": provenance.to_json(),
                 "warnings": [*warnings, *([NOOP_NOTE] if state.agent == "noop" else [])],
             }

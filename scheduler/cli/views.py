@@ -24,6 +24,9 @@ from scheduler.cache import cache_report
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, err, out, say
 from scheduler.commands.agents import NOOP_NOTE
 from scheduler.events import Event, ItemDispatched, ItemFailed
+from scheduler.gates.handling import awaiting_review
+from scheduler.gates.report import gate_lines
+from scheduler.gates.review import EXIT_AWAITING_REVIEW
 from scheduler.project import ProjectDir
 from scheduler.report import poisoned_items, summary_rows
 from scheduler.settings import load_settings
@@ -106,6 +109,7 @@ def print_details(state: RunState, project_dir: Path, problems: list[str]) -> No
         ),
     )
     print_validation(state)
+    say_some(gate_lines(state), label="gates")
     try:
         settings = load_settings(ProjectDir(project_dir).settings_path)
     except InputError as exc:
@@ -233,4 +237,6 @@ def _cache_cells(state: RunState, component_id: str, phases: Iterable[str]) -> t
 
 
 def exit_for(state: RunState) -> int:
+    if state.status is RunStatus.PAUSED and awaiting_review(state):
+        return EXIT_AWAITING_REVIEW  # nothing failed: a human has to decide
     return EXIT_OK if state.status is RunStatus.COMPLETED else EXIT_FAILED

@@ -1,0 +1,139 @@
+"""``pact review``, ``approve`` and ``reject``: a human's side of the review queue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from scheduler import commands
+from scheduler.cli.app import EXIT_OK, app, out, print_json, say, user_errors
+from scheduler.cli.interrupt import interruptible
+from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
+from scheduler.gates.review import decide_review, pending_reviews
+
+ProjectArg = Annotated[
+    Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
+]
+ItemArg = Annotated[
+    str, typer.Argument(help="The item: COMPONENT/PHASE, or a component with one item waiting")
+]
+ByOption = Annotated[
+    str | None,
+    typer.Option("--by", envvar="PACT_REVIEWER", help="Who decides (default: the login name)"),
+]
+SandboxOption = Annotated[
+    str, typer.Option(envvar="PACT_SANDBOX", help="Where the run goes on: local or docker")
+]
+ExecutorOption = Annotated[
+    str, typer.Option(envvar="PACT_EXECUTOR", help="local (in-process) or celery (the fleet)")
+]
+BrokerOption = Annotated[
+    str | None, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
+]
+
+
+@app.command()
+def review(
+    project: ProjectArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """List the items that await a human's review: score, test results and diff."""
+    with user_errors():
+        _, pending = pending_reviews(project_dir=project)
+    if as_json:
+        print_json([p.model_dump() for p in pending])
+        raise typer.Exit(EXIT_OK)
+    if not pending:
+        say("no item awaits review")
+    for entry in pending:
+        say(
+            f"{entry.item} (attempt {entry.attempt}, variety score {entry.score}): "
+            f"{entry.tests}; files: {', '.join(entry.files) or 'none'}",
+            label="awaiting review",
+        )
+        if entry.diff:
+            out.print(entry.diff, markup=False, highlight=False, end="", soft_wrap=True)
+    if pending:
+        say(
+            f"decide with: pact approve {project} ITEM [--note ...] or "
+            f"pact reject {project} ITEM --note ..."
+        )
+    raise typer.Exit(EXIT_OK)
+
+
+def _decide(
+    project: Path,
+    item: str,
+    *,
+    approved: bool,
+    note: str,
+    by: str | None,
+    sandbox: str,
+    executor: str,
+    broker: str | None,
+) -> None:
+    with user_errors():
+        event = decide_review(project_dir=project, item=item, approved=approved, note=note, by=by)
+    verb = "approved" if approved else "rejected"
+    say(f"{event.component_id}/{event.phase.value} {verb} by {event.by}; the run goes on")
+    with user_errors(), interruptible(project) as stop, progress_display() as progress:
+        state, _ = commands.resume_run(
+            project_dir=project,
+            sandbox_name=sandbox,
+            executor_name=executor,
+            broker_url=broker,
+            listener=ProgressListener(progress),
+            stop=stop,
+        )
+    print_summary(state, project)
+    raise typer.Exit(exit_for(state))
+
+
+@app.command()
+def approve(
+    project: ProjectArg,
+    item: ItemArg,
+    note: Annotated[str, typer.Option("--note", envvar="PACT_NOTE", help="Why")] = "",
+    by: ByOption = None,
+    sandbox: SandboxOption = "local",
+    executor: ExecutorOption = "local",
+    broker: BrokerOption = None,
+) -> None:
+    """Approve an item awaiting review: it is promoted and the run goes on."""
+    _decide(
+        project,
+        item,
+        approved=True,
+        note=note,
+        by=by,
+        sandbox=sandbox,
+        executor=executor,
+        broker=broker,
+    )
+
+
+@app.command()
+def reject(
+    project: ProjectArg,
+    item: ItemArg,
+    note: Annotated[
+        str, typer.Option("--note", envvar="PACT_NOTE", help="What to change (required)")
+    ] = "",
+    by: ByOption = None,
+    sandbox: SandboxOption = "local",
+    executor: ExecutorOption = "local",
+    broker: BrokerOption = None,
+) -> None:
+    """Reject an item awaiting review: the note goes to a new attempt as feedback."""
+    _decide(
+        project,
+        item,
+        approved=False,
+        note=note,
+        by=by,
+        sandbox=sandbox,
+        executor=executor,
+        broker=broker,
+    )

@@ -1,0 +1,80 @@
+"""What ``pact status`` shows of the gates: per item its score, dimensions and gates,
+where its teachback or review stands, and how many work calls advisory mode says
+blocking would have held (the number a team looks at before it flips the flag)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pact_workers.models.work import ItemStatus
+from scheduler.gates.keeper import GATED_PHASES
+from scheduler.state import ItemState, RunState
+
+
+def gates_report(state: RunState) -> dict[str, Any]:
+    """The gates of a run, for ``pact status --json``."""
+    items: dict[str, Any] = {}
+    for key, item in state.items.items():
+        record = item.gates.record
+        if record is None:
+            continue
+        items[key] = {
+            "score": record.score,
+            "dimensions": record.dimensions.model_dump(),
+            "gates": record.gates.model_dump(),
+            "mode": record.mode.value,
+            "overrides": record.overrides,
+            "computed": record.computed.model_dump() if record.computed else None,
+            "state": item.gates.state,
+            "teachback_rounds": item.gates.teachback_rounds,
+            "would_have_blocked": item.gates.would_have_blocked,
+        }
+    return {
+        "would_have_blocked": sum(1 for i in state.items.values() if i.gates.would_have_blocked),
+        "awaiting_review": [
+            key for key, i in state.items.items() if i.status is ItemStatus.AWAITING_REVIEW
+        ],
+        "items": items,
+    }
+
+
+def gate_lines(state: RunState) -> list[str]:
+    """One line per implement/integrate item that was scored, then a count."""
+    lines = [_line(key, item) for key, item in state.items.items() if _shown(item)]
+    blocked = sum(1 for i in state.items.values() if i.gates.would_have_blocked)
+    if blocked:
+        lines.append(
+            f"{blocked} work call(s) would have blocked (advisory): with gates: blocking "
+            "each would first need an approved teachback"
+        )
+    return lines
+
+
+def _shown(item: ItemState) -> bool:
+    return item.gates.record is not None and item.phase in GATED_PHASES
+
+
+def _line(key: str, item: ItemState) -> str:
+    record = item.gates.record
+    assert record is not None
+    d = record.dimensions
+    gates = record.gates
+    text = (
+        f"{key}: score {record.score} (novelty {d.novelty}, scope {d.scope}, "
+        f"uncertainty {d.uncertainty}, risk {d.risk}) -> {gates.workflow_route}, "
+        f"teachback {gates.teachback_mode}"
+        + (", auditor required" if gates.auditor_required else "")
+    )
+    if record.overrides:
+        given = ", ".join(f"{k} {v}" for k, v in sorted(record.overrides.items()))
+        text += f"; pact.yaml set {given}"
+    notes = []
+    if item.gates.would_have_blocked:
+        notes.append("would have blocked")
+    if item.gates.teachback_rounds:
+        notes.append(f"{item.gates.teachback_rounds} teachback(s) corrected")
+    if item.gates.state:
+        notes.append(item.gates.state.replace("_", " "))
+    if notes:
+        text += "; " + ", ".join(notes)
+    return text
