@@ -1,0 +1,162 @@
+"""The gates in real runs of the bundled example: local executor, local sandbox (real
+contract tests in subprocesses) and the replay agent, whose calls are recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pact_workers.agents.replay import ReplayAgent
+from pact_workers.models import ItemStatus, Phase
+from pact_workers.models.tree import load_tree
+from pact_workers.sandbox import LocalSandbox
+from scheduler.audit import read_events
+from scheduler.commands import drive_run
+from scheduler.events import ItemDispatched, ItemFailed, ItemSucceeded, RunPaused
+from scheduler.gates.events import (
+    GateWouldHaveBlocked,
+    ReviewRequested,
+    TeachbackReviewed,
+    TeachbackSubmitted,
+)
+from scheduler.launch import start_run
+from scheduler.project import ProjectDir
+from scheduler.settings import Settings
+from scheduler.state import RunState, RunStatus
+
+FAST = {"backoff_base_s": 0.05, "backoff_cap_s": 0.2}
+GATED = ("ast_nodes", Phase.IMPLEMENT)
+
+
+def run(
+    example: Path, replay: Path, project_dir: Path, **settings: object
+) -> tuple[RunState, ReplayAgent, ProjectDir]:
+    tree_path = example / "tree.json"
+    project = ProjectDir(project_dir)
+    conf = Settings.model_validate({**FAST, **settings})
+    agent = ReplayAgent(replay)
+    start_run(project, load_tree(tree_path), tree_bytes=tree_path.read_bytes(), settings=conf)
+    state = drive_run(
+        project=project, settings=conf, agent=agent, sandbox=LocalSandbox(), workers=4
+    )
+    return state, agent, project
+
+
+def item_events(project: ProjectDir, key: tuple[str, Phase]) -> list[object]:
+    return [
+        e
+        for e in read_events(project.audit_path)[0]
+        if getattr(e, "component_id", None) == key[0] and getattr(e, "phase", None) == key[1]
+    ]
+
+
+@pytest.fixture(scope="module")
+def blocking_run(
+    tmp_path_factory: pytest.TempPathFactory, example: Path
+) -> tuple[RunState, ReplayAgent, ProjectDir]:
+    return run(
+        example, example / "replay", tmp_path_factory.mktemp("blocking") / "p", gates="blocking"
+    )
+
+
+def test_blocking_rejects_a_teachback_that_omits_an_error_case_then_approves_the_corrected_one(
+    blocking_run: tuple[RunState, ReplayAgent, ProjectDir],
+) -> None:
+    state, _, project = blocking_run
+    assert state.status is RunStatus.COMPLETED
+    events = item_events(project, GATED)
+    kinds = [(type(e).__name__, getattr(e, "attempt", 0)) for e in events]
+    dispatches = [e for e in events if isinstance(e, ItemDispatched)]
+    assert [d.stage for d in dispatches] == ["teachback", "teachback", "work"]
+    reviews = [e for e in events if isinstance(e, TeachbackReviewed)]
+    assert [r.approved for r in reviews] == [False, True]
+    assert len(reviews[0].findings) == 1
+    assert "'argument_not_node' of function 'Call'" in reviews[0].findings[0]
+    # The log's order: the work call is dispatched only after the approval.
+    first_work = kinds.index(("ItemDispatched", 3))
+    assert kinds.index(("TeachbackReviewed", 2)) < first_work
+    assert kinds[:first_work].count(("TeachbackSubmitted", 1)) == 1
+    assert any(isinstance(e, ItemSucceeded) and e.attempt == 3 for e in events)
+    # The corrections went back to the agent with the second teachback.
+    assert any("argument_not_node" in f.summary for f in dispatches[1].feedback)
+    record = dispatches[0].gate
+    assert record is not None and record.score >= 7 and record.gates.teachback_mode == "blocking"
+    assert state.item(*GATED).gates.state == "active"
+    assert state.item(*GATED).gates.teachback_rounds == 1
+
+
+def test_blocking_makes_the_work_call_only_after_the_approved_teachback(
+    blocking_run: tuple[RunState, ReplayAgent, ProjectDir],
+) -> None:
+    _, agent, _ = blocking_run
+    calls = [c for c in agent.calls if (c.component_id, c.phase) == GATED]
+    assert [(c.attempt, c.teachback) for c in calls] == [(1, True), (2, True), (3, False)]
+    assert any("argument_not_node" in f.summary for f in calls[1].feedback)
+
+
+def test_blocking_lets_low_risk_components_proceed_without_a_teachback(
+    blocking_run: tuple[RunState, ReplayAgent, ProjectDir],
+) -> None:
+    state, agent, project = blocking_run
+    teachbacks = {(c.component_id, c.phase) for c in agent.calls if c.teachback}
+    assert teachbacks == {GATED}
+    for event in read_events(project.audit_path)[0]:
+        if isinstance(event, ItemDispatched) and (event.component_id, event.phase) != GATED:
+            assert event.stage == "work"
+            assert event.gate is not None
+            if event.phase in (Phase.IMPLEMENT, Phase.INTEGRATE):
+                assert event.gate.score < 7, event.component_id
+    assert all(i.status is ItemStatus.DONE for i in state.items.values())
+
+
+def test_advisory_completes_with_one_would_have_blocked_event_and_no_teachback(
+    tmp_path: Path, example: Path
+) -> None:
+    state, agent, project = run(example, example / "replay", tmp_path / "p")
+    assert state.status is RunStatus.COMPLETED
+    events = read_events(project.audit_path)[0]
+    blocked = [e for e in events if isinstance(e, GateWouldHaveBlocked)]
+    assert len(blocked) == 1
+    assert (blocked[0].component_id, blocked[0].phase) == GATED
+    assert "score 7" in blocked[0].reason
+    assert not any(isinstance(e, TeachbackSubmitted | TeachbackReviewed) for e in events)
+    assert not any(c.teachback for c in agent.calls)
+    assert state.item(*GATED).gates.would_have_blocked
+
+
+def test_teachbacks_rejected_too_often_fail_the_item_with_the_reason(
+    tmp_path: Path, example: Path, replay_copy: Path
+) -> None:
+    # Every teachback of ast_nodes omits the same error case.
+    bad = replay_copy / "ast_nodes" / "attempts" / "teachback-1" / "teachback.json"
+    (replay_copy / "ast_nodes" / "teachback.json").write_bytes(bad.read_bytes())
+    gates = {"mode": "blocking", "max_teachback_rounds": 2}
+    state, agent, project = run(example, replay_copy, tmp_path / "p", gates=gates)
+    item = state.item(*GATED)
+    assert item.status is ItemStatus.FAILED
+    assert state.status is RunStatus.FAILED
+    failed = [e for e in item_events(project, GATED) if isinstance(e, ItemFailed)]
+    assert failed[-1].error_type == "teachback_rejected"
+    assert "argument_not_node" in failed[-1].error
+    work_calls = [c for c in agent.calls if (c.component_id, c.phase) == GATED and not c.teachback]
+    assert work_calls == []
+    assert state.item("parser", Phase.IMPLEMENT).status is ItemStatus.POISONED
+
+
+def test_review_gated_holds_the_high_risk_item_and_pauses_the_run(
+    tmp_path: Path, example: Path
+) -> None:
+    state, _, project = run(example, example / "replay", tmp_path / "p", review="gated")
+    assert state.status is RunStatus.PAUSED
+    item = state.item(*GATED)
+    assert item.status is ItemStatus.AWAITING_REVIEW
+    assert not (project.implementations_dir / "ast_nodes").exists()
+    events = read_events(project.audit_path)[0]
+    assert any(isinstance(e, ReviewRequested) for e in events)
+    paused = [e for e in events if isinstance(e, RunPaused)]
+    assert paused and "await review" in paused[-1].reason
+    # What depends on it waits; nothing else was held.
+    assert state.item("parser", Phase.IMPLEMENT).status is ItemStatus.PENDING
+    held = [i for i in state.items.values() if i.status is ItemStatus.AWAITING_REVIEW]
+    assert held == [item]
