@@ -54,9 +54,18 @@ def implementation_closure(state: RunState, component_id: str) -> list[str]:
 
 
 def build_inputs(
-    state: RunState, store: ArtifactStore, component_id: str, phase: Phase
+    state: RunState,
+    store: ArtifactStore,
+    component_id: str,
+    phase: Phase,
+    *,
+    lessons: list[str] | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """Return (agent inputs, harness-only inputs) as bundle digests by name."""
+    """Return (agent inputs, harness-only inputs) as bundle digests by name.
+
+    ``lessons``: what earlier runs learned (retrospectives); the authors of an
+    implementation or composition get them.
+    """
     assert state.tree is not None
     inputs = {"spec": store.put_bundle(component_spec(state, component_id))}
     verify: dict[str, str] = {}
@@ -78,6 +87,8 @@ def build_inputs(
         inputs["test_cases"] = cases
     verify["tests"] = _output(state, component_id, Phase.TEST)
     verify["deps_src"] = deps_src
+    if lessons:
+        inputs["lessons"] = store.put_bundle({"lessons.json": json.dumps(lessons).encode()})
     return inputs, verify
 
 

@@ -31,6 +31,8 @@ from scheduler.estimates import prior_attempt_usd, within_budget
 from scheduler.events import (
     Event,
     ItemFailed,
+    RunCompleted,
+    RunFailed,
 )
 from scheduler.executors.base import Executor
 from scheduler.gates.handling import GateHandling
@@ -43,6 +45,7 @@ from scheduler.outcomes import ResultHandling
 from scheduler.pactimport.runcache import run_cache_for
 from scheduler.policy import STALLED, WORKER_LOST
 from scheduler.project import ProjectDir
+from scheduler.provenance.lessons import lessons_key, prior_lessons, retrospect
 from scheduler.provenance.promotion import restore_provenance
 from scheduler.settings import Settings
 from scheduler.state import RunState, RunStatus
@@ -91,6 +94,8 @@ class RunController(ResultHandling, GateHandling):
         #: The action cache (None: not used); pact.yaml's ``cache:`` says how.
         # A run that imported a Pact project is served its artifacts first (pactimport).
         self.cache = run_cache_for(project, cache, settings.cache)
+        #: Lessons of earlier runs (``scheduler.provenance.lessons``), loaded on open.
+        self.lessons: list[str] = []
         #: Scores every dispatch and says whether it is a teachback (``scheduler.gates``).
         self.gatekeeper = GateKeeper(settings.gates, pact_dir=project.pact, store=store)
 
@@ -133,6 +138,8 @@ class RunController(ResultHandling, GateHandling):
         try:
             self._recover()
             self.commit()
+            # What earlier runs configured the same way learned, for the authors' prompts.
+            self.lessons = prior_lessons(self.project.root, self._lessons_key())
         except BaseException:
             self.journal.close()
             raise
@@ -157,7 +164,16 @@ class RunController(ResultHandling, GateHandling):
         stored = self.journal.log(event)
         if self.scheduler is not None:
             self.scheduler.observe(stored, self.state)
+        if isinstance(stored, RunCompleted | RunFailed):
+            # Every run that ends, completed or failed, leaves its retrospective.
+            self._after_commit(self._retrospect)
         return stored
+
+    def _lessons_key(self) -> str:
+        return lessons_key(self.settings)
+
+    def _retrospect(self) -> None:
+        retrospect(self.project.root, self._lessons_key())
 
     def stopping(self) -> bool:
         """True once asked to stop (e.g. Ctrl-C): the run stays interrupted, for resume."""
@@ -268,7 +284,9 @@ class RunController(ResultHandling, GateHandling):
         item = self.state.item(component_id, phase)
         attempt = item.attempt + 1
         try:
-            inputs, verify_inputs = build_inputs(self.state, self.store, component_id, phase)
+            inputs, verify_inputs = build_inputs(
+                self.state, self.store, component_id, phase, lessons=self.lessons
+            )
         except (VerificationError, PactError) as exc:
             self._fail_without_attempt(component_id, phase, attempt, str(exc))
             return

@@ -4,7 +4,8 @@ Tier 1 (always, never truncated): the contract, and the contract test suite as i
 of test cases (ids, descriptions, categories, expectations). The suite's source is never
 included: the code author writes against the contract and what the tests check, not
 against the tests' code (the adversarial split). Tier 2 (if room): a summary of the
-decisions relevant to the component. Tier 3 (only when asked for, if room): a summary
+decisions relevant to the component, then the lessons of earlier runs' retrospectives
+(those naming the component first). Tier 3 (only when asked for, if room): a summary
 of research findings.
 """
 
@@ -44,6 +45,8 @@ def build_code_agent_context(
     decisions: list[str] | None = None,
     research: list[dict[str, object]] | None = None,
     max_tokens: int = 8000,
+    *,
+    lessons: list[str] | None = None,
 ) -> str:
     """Build the tiered context for a code author; see the module docstring.
 
@@ -60,6 +63,7 @@ def build_code_agent_context(
     budget = max_tokens - estimate_tokens(tier1)
     for title, lines in (
         ("## Decisions relevant to this component", _decision_lines(decisions, contract)),
+        ("## Lessons from earlier runs", _lesson_lines(lessons, contract)),
         ("## Research findings (summary)", _research_lines(research)),
     ):
         if not lines or budget <= 0:
@@ -85,6 +89,16 @@ def _decision_lines(decisions: list[str] | None, contract: ComponentContract) ->
     names = {contract.component_id.lower(), contract.name.lower()}
     ranked = sorted(decisions, key=lambda d: not any(n in d.lower() for n in names))
     return [f"- {_first_sentence(d)}" for d in ranked]
+
+
+def _lesson_lines(lessons: list[str] | None, contract: ComponentContract) -> list[str]:
+    """Lessons of earlier runs' retrospectives (tier 2): those naming the component
+    first, each kept whole (a lesson cut in half would mislead)."""
+    if not lessons:
+        return []
+    cid = contract.component_id.lower()
+    ranked = sorted(lessons, key=lambda text: cid not in text.lower())
+    return [f"- {' '.join(text.split())}" for text in ranked]
 
 
 def _research_lines(research: list[dict[str, object]] | None) -> list[str]:

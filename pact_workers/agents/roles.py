@@ -128,7 +128,11 @@ def render_prompt(request: AgentRequest, *, version: str | None = None) -> Promp
             request.inputs.get("test_cases", {}).get("suite.json", b'{"component_id": "x"}')
         ).model_copy(update={"component_id": request.component_id})
         sections.append(
-            build_code_agent_context(ComponentContract.model_validate_json(contract_raw), suite)
+            build_code_agent_context(
+                ComponentContract.model_validate_json(contract_raw),
+                suite,
+                lessons=_lessons(request),
+            )
         )
     elif contract_raw is not None:
         sections.append("## Contract (interface.json)\n" + contract_raw.decode())
@@ -141,6 +145,18 @@ def render_prompt(request: AgentRequest, *, version: str | None = None) -> Promp
     if request.role is Role.TRACE_ANALYST:
         sections.append("Diagnose why the last attempt failed; do not write the implementation.")
     return Prompt(system=system, user="\n\n".join(sections), version=version)
+
+
+def _lessons(request: AgentRequest) -> list[str]:
+    """What earlier runs' retrospectives taught (the scheduler's ``lessons`` input)."""
+    raw = request.inputs.get("lessons", {}).get("lessons.json")
+    if raw is None:
+        return []
+    try:
+        loaded = json.loads(raw)
+    except ValueError:
+        return []
+    return [str(x) for x in loaded] if isinstance(loaded, list) else []
 
 
 def feedback_section(request: AgentRequest) -> str:

@@ -1,11 +1,18 @@
-"""How ``pact status`` shows provenance: drift, staleness, the latest retrospective and
-run picture (user text only through :func:`~scheduler.cli.app.say`)."""
+"""``pact retrospective``, and how ``pact status`` shows provenance: drift, staleness,
+the latest retrospective and run picture (user text only through
+:func:`~scheduler.cli.app.say`)."""
 
 from __future__ import annotations
 
-from scheduler.cli.app import say
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from scheduler.budget import format_usd
+from scheduler.cli.app import EXIT_OK, app, print_json, say, user_errors
 from scheduler.cli.views import say_some
-from scheduler.commands.provenance import ProvenanceReport
+from scheduler.commands.provenance import ProvenanceReport, show_retrospective
 
 
 def print_provenance(report: ProvenanceReport) -> None:
@@ -25,3 +32,36 @@ def print_provenance(report: ProvenanceReport) -> None:
         say(f"retrospective: {report.retrospective}")
     if report.timeline:
         say(f"timeline: {report.timeline}")
+
+
+@app.command()
+def retrospective(
+    project: Annotated[
+        Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Show a run's retrospective: cost, duration, failure patterns and lessons."""
+    with user_errors():
+        retro, saved = show_retrospective(project_dir=project)
+    if as_json:
+        print_json({**retro.model_dump(mode="json"), "saved": saved})
+        raise typer.Exit(EXIT_OK)
+    say(
+        f"run {retro.run_id} ({retro.status or 'unknown'}): {retro.components_count} "
+        f"components, {format_usd(retro.total_cost)}, {retro.total_duration_seconds:.1f}s"
+    )
+    if not saved:
+        say("the run has not ended: generated now from the log, not saved", label="note")
+    say(f"contracts revised: {retro.plan_revisions}")
+    cid, tests = retro.largest_test_suite
+    if cid:
+        say(f"largest test suite: {cid} ({tests} tests)")
+    cid, errors = retro.most_error_cases
+    if cid:
+        say(f"most error cases: {cid} ({errors})")
+    costly = sorted(retro.cost_distribution.items(), key=lambda kv: -kv[1])[:5]
+    say("costliest components: " + ", ".join(f"{c} {format_usd(v)}" for c, v in costly))
+    say_some(retro.failure_patterns, label="pattern", limit=20)
+    say_some(retro.lessons, label="lesson", limit=20)
+    raise typer.Exit(EXIT_OK)

@@ -11,8 +11,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pact_workers.errors import InputError
+from pact_workers.errors import InputError, RunDirError
+from scheduler.commands.rundir import check_run_dir
+from scheduler.project import ProjectDir
 from scheduler.provenance.baseline import DriftFinding, project_drift, read_baselines
+from scheduler.provenance.retrospective import (
+    RunRetrospective,
+    generate_retrospective,
+    latest_retrospective,
+)
 from scheduler.provenance.staleness import StalenessCheck, project_staleness
 from scheduler.settings import load_settings
 from scheduler.state import RunState
@@ -79,3 +86,22 @@ def provenance_report(
         retrospective=str(retro) if retro else None,
         timeline=picture,
     )
+
+
+def show_retrospective(*, project_dir: Path) -> tuple[RunRetrospective, bool]:
+    """The run's latest retrospective, and whether it was saved: one is written when a
+    run ends; for a run that has not ended (active, paused, interrupted) it is generated
+    now from the log, and not saved.
+
+    Raises:
+        RunDirError: ``project_dir`` holds no run.
+    """
+    project = ProjectDir(project_dir)
+    check_run_dir(project)
+    saved = latest_retrospective(project_dir)
+    if saved is not None:
+        return saved, True
+    try:
+        return generate_retrospective(project_dir), False
+    except ValueError as exc:
+        raise RunDirError(str(exc)) from None

@@ -44,19 +44,30 @@ from scheduler.provenance.metadata import (
     write_artifact_metadata,
 )
 from scheduler.provenance.promotion import record_promotion, restore_provenance
+from scheduler.provenance.retrospective import (
+    RunRetrospective,
+    generate_retrospective,
+    write_retrospective,
+)
+from scheduler.provenance.staleness import StalenessCheck, check_staleness
 
 __all__ = [
     "ArtifactBaseline",
     "ArtifactMetadata",
     "BaselineError",
     "DriftFinding",
+    "RunRetrospective",
+    "StalenessCheck",
     "capture_baseline",
     "check_drift",
+    "check_staleness",
     "detect_drift",
+    "generate_retrospective",
     "project_drift",
     "read_artifact_metadata",
     "read_baseline",
     "record_promotion",
     "restore_provenance",
     "write_artifact_metadata",
+    "write_retrospective",
 ]

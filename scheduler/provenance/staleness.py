@@ -64,8 +64,7 @@ def check_staleness(
     if days > staleness_window_days:
         status: StalenessStatus = "stale"
         reason = (
-            f"verified {days} days ago, past the {staleness_window_days}-day window; "
-            "re-verify it"
+            f"verified {days} days ago, past the {staleness_window_days}-day window; re-verify it"
         )
     elif newer:
         status = "aging"

@@ -1,4 +1,5 @@
-"""Provenance (seed 000, section 6): sidecars, baselines and drift, staleness."""
+"""Provenance (seed 000, section 6): sidecars, baselines and drift, staleness,
+retrospectives."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pact_workers.models.testing import TestResults
-from pact_workers.models.work import Phase
+from pact_workers.models.work import ErrorClass, Phase, Usage
+from scheduler.events import ItemDispatched, ItemFailed, ItemSucceeded
 from scheduler.provenance import (
     ArtifactMetadata,
     BaselineError,
@@ -21,6 +23,12 @@ from scheduler.provenance import (
 )
 from scheduler.provenance.baseline import ArtifactBaseline, baseline_from_verified, hash_tree
 from scheduler.provenance.promotion import GITIGNORE, ensure_gitignore, restore_provenance
+from scheduler.provenance.retrospective import (
+    generate_retrospective,
+    is_vague,
+    specific_lessons,
+    write_retrospective,
+)
 from scheduler.provenance.staleness import check_staleness
 from scheduler.rebuild import rebuild_state
 from tests.runs import RunBuilder, star_tree
@@ -220,3 +228,126 @@ def test_restore_re_creates_lost_sidecars_from_the_log_not_from_edited_files(
     assert sidecar is not None and sidecar.cost_usd == 0.01 and sidecar.run_id == state.run_id
     assert restore_provenance(project, state, store) == 0  # nothing lost: no write
     assert (project.pact / ".gitignore").read_text() == GITIGNORE
+
+
+# -- retrospectives -------------------------------------------------------------------
+
+
+def failed_run(root: Path) -> Path:
+    """c1 done; c2's implementation rejected twice with a failing test, then the run
+    failed; c3's tests failed transiently once, then passed."""
+    builder = RunBuilder(root, star_tree(3))
+    builder.complete("c1")
+    suite = "\n".join(f"def test_case_{i}():\n    assert True\n" for i in range(5))
+    builder.project.promote("c1", Phase.TEST, {"tests/contract_test.py": suite.encode()})
+    for phase in (Phase.CONTRACT, Phase.TEST):
+        builder.succeed("c2", phase, cost_usd=0.02)
+    results = TestResults(
+        total=3,
+        passed=2,
+        failed=1,
+        failure_details=[
+            {
+                "test_id": "contract_test.py::test_division_by_zero",
+                "error_message": "ZeroDivisionError",
+            }
+        ],
+    )
+    for attempt in (1, 2):
+        builder.log(
+            ItemDispatched(component_id="c2", phase=Phase.IMPLEMENT, attempt=attempt, role="r")
+        )
+        builder.log(
+            ItemFailed(
+                component_id="c2",
+                phase=Phase.IMPLEMENT,
+                attempt=attempt,
+                error_class=ErrorClass.PERMANENT,
+                error_type="tests_failed",
+                error=results.summary(),
+                test_results=results,
+                usage=Usage(cost_usd=0.05),
+                decision="retry" if attempt == 1 else "give_up",
+            )
+        )
+    builder.succeed("c3", Phase.CONTRACT)
+    builder.log(ItemDispatched(component_id="c3", phase=Phase.TEST, attempt=1, role="r"))
+    builder.log(
+        ItemFailed(
+            component_id="c3",
+            phase=Phase.TEST,
+            attempt=1,
+            error_class=ErrorClass.TRANSIENT,
+            error_type="RateLimitError",
+            error="429",
+            usage=Usage(cost_usd=0.001),
+            decision="retry",
+        )
+    )
+    builder.log(ItemDispatched(component_id="c3", phase=Phase.TEST, attempt=2, role="r"))
+    builder.log(
+        ItemSucceeded(
+            component_id="c3", phase=Phase.TEST, attempt=2, output="x", usage=Usage(cost_usd=0.01)
+        )
+    )
+    builder.fail_run("c2/implement: tests still failing after 2 attempts")
+    builder.close()
+    return root
+
+
+def test_retrospective_captures_cost(tmp_path: Path) -> None:
+    retro = generate_retrospective(failed_run(tmp_path))
+    # c1: 3 x 0.01; c2: 2 x 0.02 + 2 x 0.05; c3: 0.01 + 0.001 + 0.01
+    assert retro.total_cost == pytest.approx(0.03 + 0.14 + 0.021)
+    assert retro.cost_distribution == pytest.approx(
+        {"root": 0.0, "c1": 0.03, "c2": 0.14, "c3": 0.021}
+    )
+    assert retro.components_count == 4
+    assert retro.total_duration_seconds >= 0
+
+
+def test_retrospective_identifies_largest_suite(tmp_path: Path) -> None:
+    retro = generate_retrospective(failed_run(tmp_path))
+    assert retro.largest_test_suite == ("c1", 5)  # c2's suite has one test
+
+
+def test_retrospective_after_failure(tmp_path: Path) -> None:
+    project = failed_run(tmp_path)
+    retro = write_retrospective(project)
+    assert retro.status == "failed"
+    assert (project / ".pact" / "retrospectives" / f"{retro.run_id}.json").is_file()
+    assert (
+        "run failed: c2/implement: tests still failing after 2 attempts" in retro.failure_patterns
+    )
+    assert retro.lessons[0].startswith(
+        "c2/implement: 2 rejected attempt(s) failed test_division_by_zero"
+    )
+    assert "it never passed" in retro.lessons[0]
+    retried = "c3/test needed 1 retry(ies) for RateLimitError"
+    assert any(lesson.startswith(retried) for lesson in retro.lessons)
+
+
+def test_lessons_are_specific(tmp_path: Path) -> None:
+    retro = generate_retrospective(failed_run(tmp_path))
+    assert retro.lessons
+    for lesson in retro.lessons:
+        assert not is_vague(lesson), lesson
+        assert any(cid in lesson for cid in ("c1", "c2", "c3")), lesson
+    names = {"c2", "implement"}
+    assert specific_lessons(
+        [
+            "Follow best practice when writing code.",  # vague
+            "Handle errors as needed in c2.",  # vague, even though it names c2
+            "Be more careful next time.",  # names nothing of the run
+            "c2/implement failed test_x twice.",
+            "c2/implement failed test_x twice.",  # duplicate
+        ],
+        names,
+    ) == ["c2/implement failed test_x twice."]
+
+
+def test_a_log_without_a_run_has_no_retrospective(tmp_path: Path) -> None:
+    (tmp_path / ".pact").mkdir()
+    (tmp_path / ".pact" / "audit.jsonl").write_text("")
+    with pytest.raises(ValueError, match="holds no run"):
+        generate_retrospective(tmp_path)
