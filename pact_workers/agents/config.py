@@ -58,6 +58,9 @@ class AgentsSettings(BaseModel):
     code_author: AgentConfig | None = None
     integrator: AgentConfig | None = None
     trace_analyst: AgentConfig | None = None
+    #: The planning roles of ``pact plan``.
+    interviewer: AgentConfig | None = None
+    decomposer: AgentConfig | None = None
 
     def for_role(self, role: Role, backend: str) -> AgentConfig:
         """The role's configuration over the default; ``backend`` fills in what neither set."""

@@ -23,7 +23,9 @@ from pact_workers.agents.context import build_code_agent_context
 from pact_workers.artifacts import Bundle
 from pact_workers.errors import PermanentAgentError
 from pact_workers.models.contract import ComponentContract
+from pact_workers.models.interview import InterviewerOutput
 from pact_workers.models.testing import ContractTestSuite, TestCase
+from pact_workers.models.tree import DecompositionTree
 from pact_workers.models.work import Phase, Role
 
 #: The prompt version of a role that :data:`ROLE_PROMPT_VERSIONS` does not name.
@@ -84,6 +86,9 @@ OUTPUT_MODELS: dict[Role, type[BaseModel]] = {
     Role.CODE_AUTHOR: ImplementationOutput,
     Role.INTEGRATOR: ImplementationOutput,
     Role.TRACE_ANALYST: TraceDiagnosis,
+    # The planning roles (``pact plan``): the interview, then the decomposition tree.
+    Role.INTERVIEWER: InterviewerOutput,
+    Role.DECOMPOSER: DecompositionTree,
 }
 
 
@@ -267,6 +272,10 @@ def files_from_output(request: AgentRequest, data: Any) -> Bundle:
         }
     if isinstance(answer, TraceDiagnosis):
         return {DIAGNOSIS_FILE: answer.model_dump_json(indent=2).encode()}
+    if isinstance(answer, InterviewerOutput):
+        return {"interview.json": answer.model_dump_json(indent=2).encode()}
+    if isinstance(answer, DecompositionTree):
+        return {"tree.json": json.dumps(answer.model_dump(mode="json"), indent=2).encode()}
     assert isinstance(answer, ImplementationOutput)
     if not answer.files:
         raise OutputSchemaError("the answer has no files")

@@ -29,6 +29,9 @@ class Role(StrEnum):
     CODE_AUTHOR = "code_author"
     INTEGRATOR = "integrator"
     TRACE_ANALYST = "trace_analyst"
+    #: The planning roles (``pact plan``): they serve no (component, phase) work item.
+    INTERVIEWER = "interviewer"
+    DECOMPOSER = "decomposer"
 
 
 ROLE_FOR_PHASE: dict[Phase, Role] = {

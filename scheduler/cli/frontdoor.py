@@ -3,18 +3,26 @@ besides a hand-made tree (an existing Pact project, or a task description)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from pact_workers.errors import AgentError
+from pact_workers.models.interview import InterviewerOutput
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
 from scheduler.cli.interrupt import interruptible
 from scheduler.cli.runs import AgentOption, SandboxOption, WorkersOption
 from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
 from scheduler.commands.pactimport import ImportPlan, import_pact
 from scheduler.commands.pactverify import verify_pact
+from scheduler.commands.plan import plan_task
+from scheduler.commands.runs import run_tree
+from scheduler.interview import AnswerLog, low_confidence_warnings
 from scheduler.pactimport import Reproduction
+from scheduler.planning import PlanningError
 
 PactDirArgument = Annotated[
     Path,
@@ -98,3 +106,121 @@ def import_(
         )
     print_summary(state, project)
     raise typer.Exit(exit_for(state))
+
+
+@app.command()
+def plan(
+    task: Annotated[Path, typer.Argument(help="The task description (a text or Markdown file)")],
+    project: Annotated[
+        Path,
+        typer.Option(
+            envvar="PACT_PROJECT",
+            help="Project directory: the plan goes to DIR/decomposition/, the run to DIR",
+        ),
+    ],
+    answers: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="PACT_ANSWERS",
+            help="YAML file answering the interview (question id: answer)",
+        ),
+    ] = None,
+    approve: Annotated[
+        bool,
+        typer.Option(
+            "--approve",
+            envvar="PACT_APPROVE",
+            help="Answer the interview with the interviewer's assumptions",
+        ),
+    ] = False,
+    agent: Annotated[
+        str,
+        typer.Option(
+            envvar="PACT_AGENT", help="Who interviews and decomposes: replay, anthropic, openai"
+        ),
+    ] = "replay",
+    replay_dir: Annotated[
+        Path | None,
+        typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts the replay agent serves"),
+    ] = None,
+    then_run: Annotated[
+        bool,
+        typer.Option("--run", envvar="PACT_PLAN_RUN", help="Run the tree once it is planned"),
+    ] = False,
+    workers: WorkersOption = 4,
+    sandbox: SandboxOption = "local",
+) -> None:
+    """Interview and decompose a task into Pact's decomposition/interview.json and
+    tree.json (answers from the terminal, --answers FILE or --approve); --run goes on."""
+
+    def show_interview(interview: InterviewerOutput) -> None:
+        say(
+            f"the interviewer asks {len(interview.questions)} questions "
+            f"({len(interview.assumptions)} assumptions, {len(interview.risks)} risks)",
+            to_err=True,
+        )
+
+    def ask(prompt: str) -> str:
+        say(prompt.rstrip("> \n"), to_err=True)
+        return input("> ")
+
+    with user_errors(), planning_errors():
+        planned = plan_task(
+            task_path=task,
+            project_dir=project,
+            answers_path=answers,
+            approve=approve,
+            agent_name=agent,
+            replay_dir=replay_dir,
+            ask=ask,
+            tell=lambda message: say(message, label="invalid", to_err=True),
+            on_interview=show_interview,
+        )
+    document = planned.plan.document
+    current = AnswerLog(document.answer_log).current()
+    for question in planned.plan.interview.questions:
+        given = current.get(question.id)
+        if given is None:
+            say(f"{question.id}: {question.text} -> (not asked)")
+            continue
+        say(
+            f"{question.id}: {question.text} -> {given.answer} "
+            f"({given.source.value}, confidence {given.confidence:.2f})"
+        )
+    for warning in low_confidence_warnings(current.values()):
+        say(warning, label="warning")
+    for number, error in enumerate(planned.plan.rejected, start=1):
+        say(f"the decomposer's tree {number} was sent back: {error}", label="note")
+    tree = planned.plan.tree
+    spent = sum(u.cost_usd for u in planned.plan.usage.values())
+    say(
+        f"plan: {len(tree.nodes)} components under {tree.root_id!r}; "
+        f"{planned.interview_path} and {planned.tree_path} (planning cost ${spent:.4f})"
+    )
+    if not then_run:
+        say(f"next: pact run {planned.tree_path} --project {project}")
+        raise typer.Exit(EXIT_OK)
+    with user_errors(), interruptible(project) as stop, progress_display() as progress:
+        state = run_tree(
+            tree_path=planned.tree_path,
+            project_dir=project,
+            agent_name=agent,
+            replay_dir=replay_dir,
+            workers=workers,
+            sandbox_name=sandbox,
+            listener=ProgressListener(progress),
+            stop=stop,
+        )
+    print_summary(state, project)
+    raise typer.Exit(exit_for(state))
+
+
+@contextmanager
+def planning_errors() -> Iterator[None]:
+    """A planning role that failed (a malformed interview, no valid tree, a provider
+    error): the message, exit code 1, nothing written."""
+    try:
+        yield
+    except (PlanningError, AgentError) as exc:
+        say(exc, label="failed", to_err=True)
+        raise typer.Exit(EXIT_FAILED) from None

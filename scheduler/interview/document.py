@@ -10,41 +10,13 @@ it unchanged, plus two fields of ours: ``question_details`` (the typed questions
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from pact_workers.models.interview import InterviewerOutput, InterviewQuestion
 from scheduler.interview.answers import AnswerLog, AuditedAnswer
-from scheduler.interview.questions import InterviewQuestion, is_skipped
+from scheduler.interview.questions import is_skipped
 
 __all__ = ["InterviewDocument", "InterviewerOutput"]
-
-
-class InterviewerOutput(BaseModel):
-    """What the interviewer role returns."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    questions: list[InterviewQuestion] = Field(default_factory=list)
-    assumptions: list[str] = Field(default_factory=list)
-    risks: list[str] = Field(default_factory=list)
-    ambiguities: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _ids(self) -> InterviewerOutput:
-        seen: set[str] = set()
-        for question in self.questions:
-            if question.id in seen:
-                raise ValueError(f"question id {question.id!r} is used twice")
-            seen.add(question.id)
-        for question in self.questions:
-            if question.depends_on is not None and question.depends_on not in seen:
-                raise ValueError(
-                    f"question {question.id!r} depends on {question.depends_on!r}, "
-                    "which is not a question of this interview"
-                )
-        return self
-
-    def question(self, question_id: str) -> InterviewQuestion | None:
-        return next((q for q in self.questions if q.id == question_id), None)
 
 
 class InterviewDocument(BaseModel):

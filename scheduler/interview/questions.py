@@ -10,9 +10,8 @@ ordered, both checked when the question is built. A conditional question
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pact_workers.models.interview import InterviewQuestion, QuestionType
 
 __all__ = [
     "BOOLEAN_ANSWERS",
@@ -25,53 +24,6 @@ __all__ = [
 
 #: The answers a boolean question accepts, and what each means.
 BOOLEAN_ANSWERS: dict[str, bool] = {"yes": True, "no": False, "true": True, "false": False}
-
-
-class QuestionType(StrEnum):
-    FREETEXT = "freetext"
-    BOOLEAN = "boolean"
-    ENUM = "enum"
-    NUMERIC = "numeric"
-
-
-class InterviewQuestion(BaseModel):
-    """A typed interview question with validation."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str = Field(min_length=1, description="Unique question identifier, e.g. q_001")
-    text: str = Field(min_length=1, description="The question text")
-    question_type: QuestionType = QuestionType.FREETEXT
-    options: list[str] = Field(default_factory=list, description="Valid options for enum type")
-    default: str = Field(default="", description="Default answer if auto-approved")
-    range_min: float | None = Field(default=None, description="Min value for numeric type")
-    range_max: float | None = Field(default=None, description="Max value for numeric type")
-    depends_on: str | None = Field(default=None, description="Question ID this depends on")
-    depends_value: str | None = Field(
-        default=None, description="Required answer on depends_on to show this question"
-    )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> InterviewQuestion:
-        if self.question_type is QuestionType.ENUM and len(self.options) < 2:
-            raise ValueError(
-                f"question {self.id!r}: an enum question needs at least 2 options, "
-                f"got {len(self.options)}"
-            )
-        if (
-            self.range_min is not None
-            and self.range_max is not None
-            and self.range_min > self.range_max
-        ):
-            raise ValueError(
-                f"question {self.id!r}: range_min {self.range_min:g} is above "
-                f"range_max {self.range_max:g}"
-            )
-        if (self.depends_on is None) != (self.depends_value is None):
-            raise ValueError(f"question {self.id!r}: depends_on and depends_value go together")
-        if self.depends_on == self.id:
-            raise ValueError(f"question {self.id!r} depends on itself")
-        return self
 
 
 def validate_answer(question: InterviewQuestion, answer: str) -> str | None:
