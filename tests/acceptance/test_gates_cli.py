@@ -1,0 +1,142 @@
+"""The gates through the CLI as a user runs them: pact demo with gates in pact.yaml,
+pact status showing them, and the review queue (pact review, approve, reject)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance.test_cli import pact
+
+GATED = "ast_nodes/implement"
+
+
+def events(project: Path) -> list[dict[str, object]]:
+    lines = (project / ".pact" / "audit.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def status(project: Path) -> dict:
+    done = pact("status", str(project), "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_demo_with_gates_blocking_completes_and_shows_the_teachback_at_work(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "demo"
+    project.mkdir()
+    (project / "pact.yaml").write_text("gates: blocking\n")
+    done = pact("demo", str(project))
+    assert done.returncode == 0, done.stderr
+    log = [e for e in events(project) if e.get("component_id") == "ast_nodes"]
+    kinds = [e["type"] for e in log if e.get("phase") == "implement"]
+    assert kinds.index("teachback_reviewed") < kinds.index("item_succeeded")
+    verdicts = [e["approved"] for e in log if e["type"] == "teachback_reviewed"]
+    assert verdicts == [False, True]
+    gates = status(project)["gates"]
+    assert gates["items"][GATED]["score"] >= 7
+    assert gates["items"][GATED]["teachback_rounds"] == 1
+    assert gates["items"]["lexer/implement"]["gates"]["teachback_mode"] == "advisory"
+    shown = pact("status", str(project))
+    assert "ast_nodes/implement: score 7" in shown.stdout
+    assert "1 teachback(s) corrected" in shown.stdout
+
+
+def test_demo_in_advisory_mode_counts_what_blocking_would_have_held(tmp_path: Path) -> None:
+    project = tmp_path / "demo"
+    done = pact("demo", str(project))
+    assert done.returncode == 0, done.stderr
+    assert [e["type"] for e in events(project)].count("gate_would_have_blocked") == 1
+    assert status(project)["gates"]["would_have_blocked"] == 1
+    assert "1 work call(s) would have blocked" in pact("status", str(project)).stdout
+
+
+def hold(project: Path, example: Path) -> Path:
+    """Run the example with review: gated into ``project``: it stops with ast_nodes
+    awaiting review."""
+    project.mkdir()
+    (project / "pact.yaml").write_text("review: gated\n")
+    done = pact(
+        "run",
+        str(example / "tree.json"),
+        "--project",
+        str(project),
+        "--replay-dir",
+        str(example / "replay"),
+    )
+    assert done.returncode == 3, done.stderr
+    assert "await review" in done.stdout
+    return project
+
+
+@pytest.fixture
+def held_run(tmp_path: Path, example: Path) -> Path:
+    return hold(tmp_path / "p", example)
+
+
+@pytest.fixture(scope="module")
+def held_once(tmp_path_factory: pytest.TempPathFactory, example: Path) -> Path:
+    """One held run for the tests that must change nothing."""
+    return hold(tmp_path_factory.mktemp("held") / "p", example)
+
+
+def test_review_gated_stops_with_the_item_awaiting_review_and_approve_completes_the_run(
+    held_run: Path,
+) -> None:
+    shown = status(held_run)
+    assert shown["status"] == "paused"
+    assert shown["items"]["awaiting_review"] == 1
+    assert shown["gates"]["awaiting_review"] == [GATED]
+    assert not (held_run / ".pact" / "implementations" / "ast_nodes").exists()
+    listed = pact("review", str(held_run))
+    assert listed.returncode == 0
+    assert "ast_nodes/implement (attempt 1, variety score 7): 10/10 passed" in listed.stdout
+    assert "+++ b/.pact/implementations/ast_nodes/src/ast_nodes.py" in listed.stdout
+    queue = json.loads(pact("review", str(held_run), "--json").stdout)
+    assert [entry["item"] for entry in queue] == [GATED]
+
+    done = pact("approve", str(held_run), "ast_nodes", "--note", "reads well", "--by", "alice")
+    assert done.returncode == 0, done.stderr
+    assert status(held_run)["status"] == "completed"
+    assert (held_run / ".pact" / "implementations" / "ast_nodes" / "src" / "ast_nodes.py").is_file()
+    decided = [e for e in events(held_run) if e["type"] == "review_decided"]
+    assert [(e["approved"], e["by"], e["note"]) for e in decided] == [(True, "alice", "reads well")]
+    assert pact("review", str(held_run)).stdout.strip() == "no item awaits review"
+
+
+def test_reject_sends_the_note_as_feedback_to_a_new_attempt(held_run: Path) -> None:
+    note = "format_node must not add spaces inside parentheses"
+    done = pact("reject", str(held_run), GATED, "--note", note, "--by", "bob")
+    assert done.returncode == 3, done.stderr  # the new attempt waits for review again
+    log = [e for e in events(held_run) if e.get("component_id") == "ast_nodes"]
+    dispatched = [e for e in log if e["type"] == "item_dispatched" and e["phase"] == "implement"]
+    assert [e["attempt"] for e in dispatched] == [1, 2]
+    summaries = [f["summary"] for f in dispatched[1]["feedback"]]
+    assert f"rejected in review by bob: {note}" in summaries
+    assert status(held_run)["gates"]["awaiting_review"] == [GATED]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("reject", GATED), ["--note is required"]),
+        (("approve", "lexer"), ["'lexer' has no item awaiting review"]),
+        (("approve", "ghost"), ["'ghost' is not a component"]),
+        (("approve", "lexer/implement"), ["lexer/implement is done", GATED]),
+        (("approve", "ast_nodes/deploy"), ["not a work item"]),
+    ],
+)
+def test_bad_review_decisions_are_refused_and_write_nothing(
+    held_once: Path, args: tuple[str, ...], words: list[str]
+) -> None:
+    before = (held_once / ".pact" / "audit.jsonl").read_bytes()
+    done = pact(args[0], str(held_once), *args[1:])
+    assert done.returncode == 2
+    for word in words:
+        assert word in done.stderr
+    assert "Traceback" not in done.stderr
+    assert (held_once / ".pact" / "audit.jsonl").read_bytes() == before
