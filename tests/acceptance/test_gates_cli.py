@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,15 +14,16 @@ from tests.acceptance.test_cli import pact
 GATED = "ast_nodes/implement"
 
 
-def events(project: Path) -> list[dict[str, object]]:
+def events(project: Path) -> list[dict[str, Any]]:
     lines = (project / ".pact" / "audit.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def status(project: Path) -> dict:
+def status(project: Path) -> dict[str, Any]:
     done = pact("status", str(project), "--json")
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    shown: dict[str, Any] = json.loads(done.stdout)
+    return shown
 
 
 def test_demo_with_gates_blocking_completes_and_shows_the_teachback_at_work(
