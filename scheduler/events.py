@@ -282,6 +282,8 @@ class ArtifactsPromoted(_Event):
 class ResultDropped(_ItemEvent):
     type: Literal["result_dropped"] = "result_dropped"
     reason: str
+    #: The worker slot that sent the dropped result.
+    worker: str = ""
 
     @classmethod
     def from_result(cls, result: ResultMessage, reason: str) -> ResultDropped:
@@ -290,6 +292,7 @@ class ResultDropped(_ItemEvent):
             phase=result.phase,
             attempt=result.attempt,
             reason=reason,
+            worker=result.worker,
         )
 
 

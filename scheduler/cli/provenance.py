@@ -1,5 +1,5 @@
-"""``pact retrospective``, and how ``pact status`` shows provenance: drift, staleness,
-the latest retrospective and run picture (user text only through
+"""``pact retrospective``, ``pact timeline``, and how ``pact status`` shows provenance:
+drift, staleness, the latest retrospective and run picture (user text only through
 :func:`~scheduler.cli.app.say`)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from scheduler.budget import format_usd
 from scheduler.cli.app import EXIT_OK, app, print_json, say, user_errors
 from scheduler.cli.views import say_some
 from scheduler.commands.provenance import ProvenanceReport, show_retrospective
+from scheduler.commands.timeline import draw_timeline
 
 
 def print_provenance(report: ProvenanceReport) -> None:
@@ -64,4 +65,31 @@ def retrospective(
     say("costliest components: " + ", ".join(f"{c} {format_usd(v)}" for c, v in costly))
     say_some(retro.failure_patterns, label="pattern", limit=20)
     say_some(retro.lessons, label="lesson", limit=20)
+    raise typer.Exit(EXIT_OK)
+
+
+@app.command()
+def timeline(
+    project: Annotated[
+        Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o",
+            "--output",
+            envvar="PACT_TIMELINE_OUTPUT",
+            help="Picture to write: FILE.svg, FILE.png or FILE.html",
+        ),
+    ],
+) -> None:
+    """Draw a run as a Gantt chart: a lane per worker slot, a bar per attempt."""
+    with user_errors():
+        pic = draw_timeline(project_dir=project, output=output)
+    lost = sum(1 for b in pic.bars if b.outcome in ("lost", "dropped"))
+    say(
+        f"{output}: {len(pic.bars)} attempts on {len(pic.lanes)} lanes"
+        + (f" ({lost} lost or dropped)" if lost else "")
+    )
+    say(pic.summary())
     raise typer.Exit(EXIT_OK)
