@@ -38,6 +38,7 @@ from scheduler.pactimport.runcache import is_imported
 from scheduler.policy import decide
 from scheduler.project import ProjectDir
 from scheduler.provenance.promotion import record_promotion
+from scheduler.regression.promotion import check_promotion
 from scheduler.settings import Settings
 from scheduler.state import RunState, RunStatus, item_key
 from scheduler.verdicts import poison, systemic_pause
@@ -127,6 +128,8 @@ class ResultHandling:
             self._log(CacheHit.from_result(result, key, hit))
             # A hit took no agent's time: it must not teach the priorities a phase's length.
             result = result.model_copy(update={"duration_s": 0.0})
+        if not self._check_regressions(result):
+            return  # refused before promotion (scheduler.regression): the attempt failed
         files = sorted(self.store.get_manifest(result.output or ""))
         if self._hold_for_review(result, files=files, discovered=discovered, external=external):
             return  # verified, but promoted only once a human approves (scheduler.gates)
@@ -140,6 +143,24 @@ class ResultHandling:
             cache = self.cache
             entry = cache.entry(self.state, result, key=key, files=files, test_results=measured)
             self._after_commit(lambda: cache.record(entry, self.store))
+
+    def _check_regressions(self, result: ResultMessage) -> bool:
+        """An expired verification is run again, and done dependents' tests too
+        (:mod:`scheduler.regression.promotion`); False: refused, the attempt failed."""
+        check = check_promotion(
+            self.state,
+            self.store,
+            self.project,
+            result,
+            environment=self.settings.environment,
+            timeout_s=self.settings.verify_timeout_s,
+        )
+        for event in check.events if check is not None else []:
+            self._log(event)
+        if check is not None and check.failure is not None:
+            self._fail(check.failure)
+            return False
+        return True
 
     def _check_contract(
         self, result: ResultMessage, *, cached: CachedResult | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -30,10 +31,16 @@ class ResumeStrategy(BaseModel):
     resume_phase: ResumePhase
     cleared_fields: list[str] = Field(description="State fields that will be reset")
     reset_items: list[tuple[str, Phase]] = Field(default_factory=list)
+    #: Done items to do again (``--redo``): each named component's final phase.
+    redo_items: list[tuple[str, Phase]] = Field(default_factory=list)
 
 
 def compute_resume_strategy(
-    state: RunState, project: ProjectDir, *, from_phase: str | None = None
+    state: RunState,
+    project: ProjectDir,
+    *,
+    from_phase: str | None = None,
+    redo: Sequence[str] = (),
 ) -> ResumeStrategy:
     """Work out where a failed or paused run resumes; pure apart from reading the disk.
 
@@ -43,9 +50,10 @@ def compute_resume_strategy(
     """
     if state.status is RunStatus.ACTIVE:
         raise ValueError("Run is already active")
-    if state.status is RunStatus.COMPLETED:
-        raise ValueError("Run is already complete; nothing to resume")
     assert state.tree is not None
+    redo_items = redo_items_of(state, redo)
+    if state.status is RunStatus.COMPLETED and not redo_items:
+        raise ValueError("Run is already complete; nothing to resume")
     completed = [
         cid
         for cid in state.tree.topological_order()
@@ -93,7 +101,28 @@ def compute_resume_strategy(
         resume_phase=resume_phase,
         cleared_fields=cleared,
         reset_items=reset,
+        redo_items=redo_items,
     )
+
+
+def redo_items_of(state: RunState, components: Sequence[str]) -> list[tuple[str, Phase]]:
+    """The final phase of each component to do again; each must be done.
+
+    Raises:
+        ValueError: naming a component the run does not have, or one not done yet.
+    """
+    assert state.tree is not None
+    items: list[tuple[str, Phase]] = []
+    for cid in dict.fromkeys(components):
+        if cid not in state.tree.nodes:
+            raise ValueError(f"--redo {cid!r}: no such component in this run")
+        phase = final_phase(state.tree, cid)
+        if state.item(cid, phase).status is not ItemStatus.DONE:
+            raise ValueError(
+                f"--redo {cid!r}: its {phase.value} is not done yet; a resume retries it anyway"
+            )
+        items.append((cid, phase))
+    return items
 
 
 def execute_resume(
@@ -120,6 +149,7 @@ def execute_resume(
                 original_reason=original,
                 resume_phase=strategy.resume_phase,
                 reset_items=strategy.reset_items,
+                redo_items=strategy.redo_items,
                 inconsistencies=list(inconsistencies or []),
                 agent=agent[0] if agent else "",
                 agent_options=agent[1] if agent else {},

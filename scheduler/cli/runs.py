@@ -25,6 +25,7 @@ from scheduler.commands.agents import NOOP_NOTE
 from scheduler.commands.provenance import provenance_report
 from scheduler.gates.report import gates_report
 from scheduler.project import ProjectDir
+from scheduler.regression.report import regressions_report
 from scheduler.report import poisoned_items, summary_rows
 
 AgentOption = Annotated[
@@ -152,6 +153,7 @@ def status(
                 },
                 "cache": cache_report(state).to_json(),
                 "gates": gates_report(state),
+                "regressions": regressions_report(state),
                 "provenance": provenance.to_json(),
                 "warnings": [*warnings, *([NOOP_NOTE] if state.agent == "noop" else [])],
             }
@@ -198,6 +200,15 @@ def resume(
     sandbox: SandboxOption = "local",
     executor: ExecutorOption = "local",
     broker: BrokerOption = None,
+    redo: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--redo",
+            envvar="PACT_REDO",
+            help="Implement this done component again (repeatable); its dependents' "
+            "tests run again before the new version is promoted",
+        ),
+    ] = None,
 ) -> None:
     """Resume a failed, paused or interrupted run; verified work is kept."""
     with user_errors(), interruptible(project) as stop, progress_display() as progress:
@@ -212,6 +223,7 @@ def resume(
             broker_url=broker,
             listener=ProgressListener(progress),
             stop=stop,
+            redo=redo or (),
         )
     for problem in problems:
         say(problem, label="repaired on resume")

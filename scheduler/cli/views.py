@@ -28,6 +28,7 @@ from scheduler.gates.handling import awaiting_review
 from scheduler.gates.report import gate_lines
 from scheduler.gates.review import EXIT_AWAITING_REVIEW
 from scheduler.project import ProjectDir
+from scheduler.regression.report import regression_lines
 from scheduler.report import poisoned_items, summary_rows
 from scheduler.settings import load_settings
 from scheduler.state import RunState, RunStatus
@@ -110,6 +111,7 @@ def print_details(state: RunState, project_dir: Path, problems: list[str]) -> No
     )
     print_validation(state)
     say_some(gate_lines(state), label="gates")
+    say_some(regression_lines(state), label="regressions")
     try:
         settings = load_settings(ProjectDir(project_dir).settings_path)
     except InputError as exc:

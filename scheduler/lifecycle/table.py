@@ -146,9 +146,12 @@ TRANSITIONS: tuple[Transition, ...] = tuple(
             S.PENDING,
         ),
         *_rows([S.DONE], "reset", [Actor.HUMAN]),
+        *_rows([S.DONE], "redo", [Actor.HUMAN], S.PENDING),
         *_rows([S.PENDING, S.SUSPENDED, *_FLIGHT], "cancel", [Actor.HUMAN], S.CANCELLED),
         *_rows(_FINISHED, "cancel", [Actor.HUMAN]),
         *_rows([S.DONE], "promote", _SCHED),
+        # The regression check before a promotion (scheduler.regression).
+        *_rows(_FLIGHT, "regression_check", _SCHED, None, _LEASE),
         *_rows(_ALL, "drop", _SCHED),
         # The gates (scheduler.gates): a teachback reviewed, an item held for a human.
         *_rows([S.PENDING], "would_have_blocked", _SCHED),
