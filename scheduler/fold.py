@@ -42,7 +42,7 @@ from scheduler.events import (
     RunStarted,
 )
 from scheduler.gates.transitions import GATE_TRANSITIONS, gate_dispatched
-from scheduler.regression.events import RegressionChecked
+from scheduler.interview.recorded import InterviewRecorded
 from scheduler.state import (
     INTERRUPTED,
     ContractValidation,
@@ -141,7 +141,6 @@ def _dispatched(state: RunState, e: ItemDispatched) -> None:
     item.suspension_reason = ""
     item.action_key = e.action_key
     item.cached = e.cached
-    item.verify_closure = e.verify_inputs.get("deps_src", "")
     gate_dispatched(item, e.gate, e.stage)
 
 
@@ -305,21 +304,6 @@ def _resumed(state: RunState, e: RunResumed) -> None:
         item.suspension = None
         item.suspension_reason = ""
         item.transient_failures = item.rejections = item.wild_count = 0
-    for cid, phase in e.redo_items:
-        item = state.item(cid, phase)
-        if item.status is ItemStatus.DONE:
-            # Done again later: its duration is counted then (the index counts done items).
-            seconds = state.index.done_seconds.get(phase)
-            if seconds is not None and item.duration_s > 0:
-                seconds[0] -= item.duration_s
-                seconds[1] -= 1
-            _set_status(state, item, ItemStatus.PENDING)
-            item.failures = []
-            item.rejections = item.transient_failures = item.wild_count = 0
-
-
-def _regression_checked(state: RunState, e: RegressionChecked) -> None:
-    state.regressions[item_key(e.component_id, e.phase)] = e
 
 
 def _completed(state: RunState, e: RunCompleted) -> None:
@@ -329,6 +313,11 @@ def _completed(state: RunState, e: RunCompleted) -> None:
 def _run_failed(state: RunState, e: RunFailed) -> None:
     state.status = RunStatus.FAILED
     state.fail_reason = e.reason
+
+
+def _interview_recorded(state: RunState, e: InterviewRecorded) -> None:
+    state.interview = e.output
+    state.interview_answers = list(e.answers)
 
 
 def _spend(state: RunState, item: ItemState, phase: Phase, usage: Usage) -> None:
@@ -353,6 +342,6 @@ _APPLY: dict[type, Callable[[RunState, Any], None]] = {
     RunResumed: _resumed,
     RunCompleted: _completed,
     RunFailed: _run_failed,
-    RegressionChecked: _regression_checked,
+    InterviewRecorded: _interview_recorded,
     **GATE_TRANSITIONS,
 }

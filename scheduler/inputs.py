@@ -14,6 +14,7 @@ from pact_workers.artifacts import ArtifactStore, Bundle
 from pact_workers.errors import VerificationError
 from pact_workers.models.testing import ContractTestSuite
 from pact_workers.models.work import Phase
+from scheduler.interview.recorded import INTERVIEW_INPUT
 from scheduler.state import RunState, final_phase
 
 
@@ -72,6 +73,9 @@ def build_inputs(
     deps = state.dependencies.get(component_id, [])
     if phase is Phase.CONTRACT:
         inputs["dep_contracts"] = _contracts(state, store, deps)
+        if state.interview:
+            # The task's answered interview (``pact plan``): the contract authors see it.
+            inputs[INTERVIEW_INPUT] = state.interview
         return inputs, verify
     inputs["contract"] = _output(state, component_id, Phase.CONTRACT)
     related = (

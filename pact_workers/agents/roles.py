@@ -126,6 +126,9 @@ def render_prompt(request: AgentRequest, *, version: str | None = None) -> Promp
     spec = request.inputs.get("spec", {}).get("component.json")
     if spec:
         sections.append("## Specification\n" + spec.decode())
+    interview = request.inputs.get("interview", {}).get("interview.json")
+    if interview:
+        sections.append(interview_section(interview))
     contract_files = request.inputs.get("contract", {})
     contract_raw = contract_files.get("interface.json")
     if request.role in _SEES_TEST_CASES and contract_raw is not None:
@@ -162,6 +165,20 @@ def _lessons(request: AgentRequest) -> list[str]:
     except ValueError:
         return []
     return [str(x) for x in loaded] if isinstance(loaded, list) else []
+
+
+def interview_section(raw: bytes) -> str:
+    """The task's answered interview (``pact plan``): every question with the answer in
+    use, then the assumptions, risks and ambiguities the interviewer saw."""
+    doc = json.loads(raw)
+    lines = ["## The task's interview (answered before decomposition)"]
+    for question, answer in doc.get("user_answers", {}).items():
+        lines.append(f"- Q: {question}\n  A: {answer}")
+    for title in ("assumptions", "risks", "ambiguities"):
+        if doc.get(title):
+            lines.append(f"### {title.capitalize()}")
+            lines.extend(f"- {item}" for item in doc[title])
+    return "\n".join(lines)
 
 
 def feedback_section(request: AgentRequest) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pact_workers.errors import RunDirError
 from scheduler.commands.rundir import check_run_dir
+from scheduler.interview.answers import low_confidence_warnings
 from scheduler.launch import load_run, load_state
 from scheduler.project import ProjectDir
 from scheduler.provenance.promotion import restore_provenance
@@ -47,6 +48,8 @@ def status_report(*, project_dir: Path) -> tuple[RunState, list[str], list[str]]
         problems = disk_inconsistencies(state, project, contents=False)
     else:
         problems = state_json_problems(project_dir=project_dir)
+    # Interview answers less sure than 0.5 (seed 000, 3.2) are worth a second look.
+    warnings = [*warnings, *low_confidence_warnings(state.interview_answers)]
     return state, warnings, problems
 
 

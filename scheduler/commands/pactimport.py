@@ -26,6 +26,7 @@ from pact_workers.models.tree import DecompositionTree
 from pact_workers.models.work import Phase
 from scheduler.commands.runs import drive_run, prepare_run, start_plan
 from scheduler.commands.validate import validate_path
+from scheduler.interview.recorded import record_interview
 from scheduler.journal import Listener
 from scheduler.pactimport import PactProject, read_pact_project
 from scheduler.pactimport.manifest import ImportedArtifact, ImportManifest, write_manifest
@@ -162,9 +163,11 @@ def import_pact(
     )
     store.sync()
     write_manifest(run.project.pact, manifest)
-    if plan.project.interview is not None:
-        interview = run.project.pact / "decomposition" / "interview.json"
-        shutil.copyfile(plan.project.pact_dir / "decomposition" / "interview.json", interview)
+    interview = plan.project.interview
+    if interview is not None:
+        # Pact's interview, as the run's: logged, and shown to the contract authors.
+        shutil.copyfile(interview.path, run.project.pact / "decomposition" / "interview.json")
+        record_interview(run.project, interview)
     state = drive_run(
         project=run.project,
         settings=run.settings,

@@ -13,7 +13,6 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from scheduler.commands.inspection import state_json_problems
 from scheduler.commands.rundir import check_new_project_dir, check_run_dir, created_by
 from scheduler.executors.base import Executor
 from scheduler.executors.local import LocalExecutor
+from scheduler.interview.recorded import FoundInterview, find_interview, record_interview
 from scheduler.journal import Listener
 from scheduler.launch import load_state, start_run
 from scheduler.project import ProjectDir
@@ -76,6 +76,8 @@ class RunPlan:
     warnings: list[str] = field(default_factory=list)
     #: The action cache of an embedded run (None: none; a fleet run uses Redis's).
     cache: ActionCache | None = None
+    #: The interview beside the tree (``pact plan`` writes it), logged at the start.
+    interview: FoundInterview | None = None
 
     def summary(self) -> dict[str, Any]:
         """What the run would do, for ``pact run --dry-run``."""
@@ -136,6 +138,7 @@ def prepare_run(
     if name in REAL_AGENTS and sandbox_name == "local":
         warnings.append(LOCAL_SANDBOX_LIMITS)
     cache = embedded_cache(settings.cache, name, executor_name, warnings)
+    interview = find_interview(tree_path)
     return RunPlan(
         tree=tree,
         tree_bytes=tree_path.read_bytes(),
@@ -151,6 +154,7 @@ def prepare_run(
         workers=workers,
         warnings=warnings,
         cache=cache,
+        interview=interview,
     )
 
 
@@ -168,6 +172,8 @@ def start_plan(plan: RunPlan) -> None:
             agent_options=plan.agent_options,
             sandbox=plan.sandbox.name,
         )
+        if plan.interview is not None:
+            record_interview(plan.project, plan.interview)
     except OSError as exc:
         shutil.rmtree(created or plan.project.pact, ignore_errors=True)
         raise RunDirError(
@@ -292,11 +298,9 @@ def resume_run(
     executor_name: str = "local",
     broker_url: str | None = None,
     stop: threading.Event | None = None,
-    redo: Sequence[str] = (),
 ) -> tuple[RunState, list[str]]:
     """Resume a failed, paused or interrupted run; returns its final state and what
     was inconsistent on disk when it resumed (each fixed by the resume itself).
-    ``redo``: done components to implement again (a completed run resumes for them).
 
     Raises:
         InputError: nothing to resume, another process drives the run, bad options.
@@ -332,7 +336,7 @@ def resume_run(
     interrupted = state.status is RunStatus.ACTIVE
     basis = state.model_copy(update={"status": RunStatus.PAUSED}) if interrupted else state
     try:
-        strategy = compute_resume_strategy(basis, project, from_phase=from_phase, redo=redo)
+        strategy = compute_resume_strategy(basis, project, from_phase=from_phase)
     except ValueError as exc:
         raise InputError(f"{project_dir}: cannot resume: {exc}") from exc
     if interrupted:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -28,6 +28,9 @@ from pact_workers.models.contract import ComponentContract
 from pact_workers.models.documents import read_input_file
 from pact_workers.models.testing import TestResults
 from pact_workers.models.tree import DecompositionTree, load_tree
+
+if TYPE_CHECKING:
+    from scheduler.interview.recorded import FoundInterview
 
 __all__ = ["PactComponent", "PactProject", "read_pact_project", "resolve_pact_dir"]
 
@@ -61,7 +64,7 @@ class PactProject:
     tree: DecompositionTree
     tree_file: Path
     components: dict[str, PactComponent]
-    interview: dict[str, Any] | None = None
+    interview: FoundInterview | None = None
 
 
 def resolve_pact_dir(path: Path) -> Path:
@@ -90,6 +93,7 @@ def read_pact_project(path: Path) -> PactProject:
     """
     # Imported here: the command layer imports the run loop, which imports this package.
     from scheduler.commands.validate import read_contracts
+    from scheduler.interview.recorded import find_interview
 
     pact_dir = resolve_pact_dir(path)
     tree_file = pact_dir / "decomposition" / "tree.json"
@@ -112,10 +116,7 @@ def read_pact_project(path: Path) -> PactProject:
             recorded=_results(recorded_file) if recorded_file.is_file() else None,
             recorded_file=recorded_file if recorded_file.is_file() else None,
         )
-    interview_file = pact_dir / "decomposition" / "interview.json"
-    interview = _json(interview_file) if interview_file.is_file() else None
-    if interview is not None and not isinstance(interview, dict):
-        raise InputError(f"{interview_file}: expected a JSON object (Pact's interview)")
+    interview = find_interview(tree_file)
     return PactProject(
         pact_dir=pact_dir,
         tree=tree,

@@ -11,6 +11,7 @@ from pathlib import Path
 from pact_workers.models.work import Phase
 from scheduler.audit import read_events
 from scheduler.events import CacheHit, ItemDispatched, ItemSucceeded
+from scheduler.interview.recorded import InterviewRecorded
 from scheduler.rebuild import rebuild_state
 from tests.conftest import shared_data
 from tests.pactlayout import FAILING, files_of, pact_project_from_example
@@ -75,6 +76,9 @@ def test_importing_stigmergy_reuses_all_26_contracts_and_authors_only_what_is_mi
         if isinstance(e, ItemDispatched) and e.phase is not Phase.CONTRACT
     }
     assert len(authored) == 27 * 2
+    # Pact's interview became the run's.
+    (interview,) = [e for e in events if isinstance(e, InterviewRecorded)]
+    assert interview.questions == 11
     assert files_of(pact_root) == before  # the Pact project was never written
 
 

@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scheduler.audit import read_events
+from scheduler.events import ItemDispatched
 from scheduler.interview import AnswerSource
+from scheduler.interview.recorded import InterviewRecorded
+from scheduler.project import ProjectDir
 
 
 def pact(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -63,6 +67,22 @@ def test_pact_plan_approve_writes_audited_answers_and_a_tree_pact_run_completes(
     assert json.loads(tree.read_text())["root_id"] == "calculator"
     res = pact("run", str(tree), "--project", str(project), "--replay-dir", str(example / "replay"))
     assert res.returncode == 0, res.stdout + res.stderr
+    # The run logged the interview, and every contract author was given it.
+    events, _ = read_events(project / ".pact" / "audit.jsonl")
+    (recorded,) = [e for e in events if isinstance(e, InterviewRecorded)]
+    assert {a.question_id for a in recorded.answers} == {f"q_00{i}" for i in range(1, 7)}
+    store = ProjectDir(project).store()
+    assert (
+        store.get_bundle(recorded.output)["interview.json"]
+        == (project / "decomposition" / "interview.json").read_bytes()
+    )
+    contracts = [e for e in events if isinstance(e, ItemDispatched) and e.phase.value == "contract"]
+    assert len(contracts) == 10
+    assert all(e.inputs["interview"] == recorded.output for e in contracts)
+    # pact status flags the answers approval was unsure of.
+    res = pact("status", str(project), "--json")
+    warnings = json.loads(res.stdout)["warnings"]
+    assert [w.split()[3] for w in warnings if "low confidence" in w] == ["q_005", "q_006"]
 
 
 def test_pact_plan_answers_file_with_an_invalid_boolean_exits_2_naming_the_question(

@@ -3,11 +3,15 @@ its error until it is valid."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from pact_workers.agents.base import AgentRequest
+from pact_workers.agents.roles import render_prompt
 from pact_workers.models.interview import InterviewerOutput
+from pact_workers.models.work import Phase, Role
 from scheduler.interview import answers_from_approval
 from scheduler.planning import PlanAnswer, PlanningError, make_plan
 
@@ -69,3 +73,26 @@ def test_an_invalid_interview_fails_the_plan_naming_the_field() -> None:
         InterviewerOutput.model_validate(
             {"questions": [{"id": "q1", "text": "t", "depends_on": "q9", "depends_value": "x"}]}
         )
+
+
+def test_the_contract_author_prompt_shows_the_answered_interview() -> None:
+    interview = {
+        "questions": ["Persist to disk?"],
+        "user_answers": {"Persist to disk?": "no"},
+        "assumptions": ["Everything stays in memory"],
+        "risks": ["Data is lost on exit"],
+    }
+    request = AgentRequest(
+        run_id="r",
+        component_id="store",
+        phase=Phase.CONTRACT,
+        role=Role.CONTRACT_AUTHOR,
+        attempt=1,
+        inputs={"interview": {"interview.json": json.dumps(interview).encode()}},
+    )
+    prompt = render_prompt(request).user
+    assert "- Q: Persist to disk?\n  A: no" in prompt
+    assert "### Assumptions\n- Everything stays in memory" in prompt
+    assert "### Risks\n- Data is lost on exit" in prompt
+    without = render_prompt(AgentRequest("r", "store", Phase.CONTRACT, Role.CONTRACT_AUTHOR, 1))
+    assert "interview" not in without.user
