@@ -30,6 +30,7 @@ from scheduler.gates.events import (
     TeachbackReviewed,
     TeachbackSubmitted,
 )
+from scheduler.regression.events import RegressionChecked
 from scheduler.interview.recorded import InterviewRecorded
 from scheduler.validation.findings import NameCorrection, ValidationFinding
 from scheduler.validation.names import ResolvedDependency
@@ -318,6 +319,9 @@ class RunResumed(_Event):
     #: A different agent for the rest of the run (empty: keep the run's).
     agent: str = ""
     agent_options: dict[str, str] = Field(default_factory=dict)
+    #: Done items a human asked to do again (``pact resume --redo``): pending, their
+    #: verified files stay promoted until a new attempt is verified and checked.
+    redo_items: list[tuple[str, Phase]] = Field(default_factory=list)
 
 
 class RunCompleted(_Event):
@@ -350,7 +354,8 @@ Event = Annotated[
     | TeachbackSubmitted
     | TeachbackReviewed
     | ReviewRequested
-    | ReviewDecided,
+    | ReviewDecided
+    | RegressionChecked,
     Field(discriminator="type"),
 ]
 

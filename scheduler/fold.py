@@ -43,6 +43,7 @@ from scheduler.events import (
 )
 from scheduler.gates.transitions import GATE_TRANSITIONS, gate_dispatched
 from scheduler.interview.recorded import InterviewRecorded
+from scheduler.regression.events import RegressionChecked
 from scheduler.state import (
     INTERRUPTED,
     ContractValidation,
@@ -141,6 +142,7 @@ def _dispatched(state: RunState, e: ItemDispatched) -> None:
     item.suspension_reason = ""
     item.action_key = e.action_key
     item.cached = e.cached
+    item.verify_closure = e.verify_inputs.get("deps_src", "")
     gate_dispatched(item, e.gate, e.stage)
 
 
@@ -304,6 +306,21 @@ def _resumed(state: RunState, e: RunResumed) -> None:
         item.suspension = None
         item.suspension_reason = ""
         item.transient_failures = item.rejections = item.wild_count = 0
+    for cid, phase in e.redo_items:
+        item = state.item(cid, phase)
+        if item.status is ItemStatus.DONE:
+            # Done again later: its duration is counted then (the index counts done items).
+            seconds = state.index.done_seconds.get(phase)
+            if seconds is not None and item.duration_s > 0:
+                seconds[0] -= item.duration_s
+                seconds[1] -= 1
+            _set_status(state, item, ItemStatus.PENDING)
+            item.failures = []
+            item.rejections = item.transient_failures = item.wild_count = 0
+
+
+def _regression_checked(state: RunState, e: RegressionChecked) -> None:
+    state.regressions[item_key(e.component_id, e.phase)] = e
 
 
 def _completed(state: RunState, e: RunCompleted) -> None:
@@ -343,5 +360,6 @@ _APPLY: dict[type, Callable[[RunState, Any], None]] = {
     RunCompleted: _completed,
     RunFailed: _run_failed,
     InterviewRecorded: _interview_recorded,
+    RegressionChecked: _regression_checked,
     **GATE_TRANSITIONS,
 }

@@ -23,6 +23,7 @@ from scheduler.events import (
 )
 from scheduler.gates.item import ItemGates
 from scheduler.interview.answers import AuditedAnswer
+from scheduler.regression.events import RegressionChecked
 from scheduler.state_index import StateIndex
 from scheduler.validation.findings import NameCorrection, ValidationFinding
 
@@ -95,6 +96,9 @@ class ItemState(BaseModel):
     #: ``seq`` of the last event that changed this item, and of its last failure.
     updated_seq: int = 0
     failed_seq: int = 0
+    #: Digest of the implementation closure (``deps_src``) the current attempt is
+    #: verified against: a promotion checks it is still current (``scheduler.regression``).
+    verify_closure: str = ""
     #: The item's variety score, teachback and human review (``scheduler.gates``).
     gates: ItemGates = Field(default_factory=ItemGates)
 
@@ -144,6 +148,8 @@ class RunState(BaseModel):
     #: attempt is dispatched and the results of fenced attempts are dropped.
     cancelled: bool = False
     cancelled_by: str = ""
+    #: The latest regression check of each promoted item (``scheduler.regression``).
+    regressions: dict[str, RegressionChecked] = Field(default_factory=dict)
     #: The run's interview (``interview_recorded``): its bundle's digest, shown to the
     #: contract authors, and the answers in use with their source and confidence.
     interview: str = ""

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -298,9 +299,11 @@ def resume_run(
     executor_name: str = "local",
     broker_url: str | None = None,
     stop: threading.Event | None = None,
+    redo: Sequence[str] = (),
 ) -> tuple[RunState, list[str]]:
     """Resume a failed, paused or interrupted run; returns its final state and what
     was inconsistent on disk when it resumed (each fixed by the resume itself).
+    ``redo``: done components to implement again (a completed run resumes for them).
 
     Raises:
         InputError: nothing to resume, another process drives the run, bad options.
@@ -336,7 +339,7 @@ def resume_run(
     interrupted = state.status is RunStatus.ACTIVE
     basis = state.model_copy(update={"status": RunStatus.PAUSED}) if interrupted else state
     try:
-        strategy = compute_resume_strategy(basis, project, from_phase=from_phase)
+        strategy = compute_resume_strategy(basis, project, from_phase=from_phase, redo=redo)
     except ValueError as exc:
         raise InputError(f"{project_dir}: cannot resume: {exc}") from exc
     if interrupted:

@@ -33,6 +33,7 @@ from scheduler.gates.events import GATE_EVENTS, ReviewDecided, TeachbackReviewed
 from scheduler.interview.recorded import InterviewRecorded
 from scheduler.lifecycle.guards import FOLD_GUARDS
 from scheduler.lifecycle.table import Actor, Transition, lookup
+from scheduler.regression.events import RegressionChecked
 from scheduler.state import ItemState, RunState, item_key
 
 #: ``error_type`` of failures the scheduler itself records (a lost or stalled attempt,
@@ -103,7 +104,11 @@ def moves(state: RunState, event: Event) -> list[Move]:
     if isinstance(event, ItemsSuspended):
         return [Move(c, p, "suspend", Actor.SCHEDULER, 0) for c, p in event.items]
     if isinstance(event, RunResumed):
-        return [Move(c, p, "reset", Actor.HUMAN, 0) for c, p in event.reset_items]
+        return [Move(c, p, "reset", Actor.HUMAN, 0) for c, p in event.reset_items] + [
+            Move(c, p, "redo", Actor.HUMAN, 0) for c, p in event.redo_items
+        ]
+    if isinstance(event, RegressionChecked):
+        return [_move(event, "regression_check", Actor.SCHEDULER)]
     gate = gate_move(event)
     if gate is not None:
         return [Move(event.component_id, event.phase, gate[0], gate[1], event.attempt)]
@@ -190,6 +195,7 @@ _AttemptEvent = (
     | CacheHit
     | CacheDropped
     | ResultDropped
+    | RegressionChecked
 )
 
 
