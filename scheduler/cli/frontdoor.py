@@ -14,13 +14,13 @@ from pact_workers.errors import AgentError
 from pact_workers.models.interview import InterviewerOutput
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
 from scheduler.cli.interrupt import interruptible
+from scheduler.cli.planview import print_plan
 from scheduler.cli.runs import AgentOption, SandboxOption, WorkersOption
 from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
 from scheduler.commands.pactimport import ImportPlan, import_pact
 from scheduler.commands.pactverify import verify_pact
 from scheduler.commands.plan import plan_task
 from scheduler.commands.runs import run_tree
-from scheduler.interview import AnswerLog, low_confidence_warnings
 from scheduler.pactimport import Reproduction
 from scheduler.planning import PlanningError
 
@@ -176,27 +176,7 @@ def plan(
             tell=lambda message: say(message, label="invalid", to_err=True),
             on_interview=show_interview,
         )
-    document = planned.plan.document
-    current = AnswerLog(document.answer_log).current()
-    for question in planned.plan.interview.questions:
-        given = current.get(question.id)
-        if given is None:
-            say(f"{question.id}: {question.text} -> (not asked)")
-            continue
-        say(
-            f"{question.id}: {question.text} -> {given.answer} "
-            f"({given.source.value}, confidence {given.confidence:.2f})"
-        )
-    for warning in low_confidence_warnings(current.values()):
-        say(warning, label="warning")
-    for number, error in enumerate(planned.plan.rejected, start=1):
-        say(f"the decomposer's tree {number} was sent back: {error}", label="note")
-    tree = planned.plan.tree
-    spent = sum(u.cost_usd for u in planned.plan.usage.values())
-    say(
-        f"plan: {len(tree.nodes)} components under {tree.root_id!r}; "
-        f"{planned.interview_path} and {planned.tree_path} (planning cost ${spent:.4f})"
-    )
+    print_plan(planned)
     if not then_run:
         say(f"next: pact run {planned.tree_path} --project {project}")
         raise typer.Exit(EXIT_OK)

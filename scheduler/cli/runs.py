@@ -13,6 +13,7 @@ from scheduler.audit import is_driven
 from scheduler.cache import cache_report
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
 from scheduler.cli.interrupt import interruptible
+from scheduler.cli.planview import print_plan
 from scheduler.cli.provenance import print_provenance
 from scheduler.cli.views import (
     ProgressListener,
@@ -269,6 +270,14 @@ def demo(
         Path | None, typer.Argument(help="New or empty directory (default: a fresh temporary one)")
     ] = None,
     workers: WorkersOption = 4,
+    from_task: Annotated[
+        bool,
+        typer.Option(
+            "--from-task",
+            envvar="PACT_DEMO_FROM_TASK",
+            help="Start from the example's task: interview, decomposition, then the run",
+        ),
+    ] = False,
 ) -> None:
     """Run the bundled example project with the replay agent and print a summary."""
     with user_errors():
@@ -276,7 +285,12 @@ def demo(
         say(f"project directory: {target}", to_err=True)
         with interruptible(target) as stop, progress_display() as progress:
             project_dir, state = commands.run_demo(
-                directory=target, workers=workers, listener=ProgressListener(progress), stop=stop
+                directory=target,
+                workers=workers,
+                listener=ProgressListener(progress),
+                stop=stop,
+                from_task=from_task,
+                on_plan=print_plan,
             )
     print_summary(state, project_dir)
     say(f"project directory: {project_dir}")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
 from pact_workers.errors import RunDirError
+from scheduler.commands.plan import PlannedTask, plan_task
 from scheduler.commands.rundir import created_by
 from scheduler.commands.runs import run_tree
 from scheduler.journal import Listener
@@ -53,8 +54,15 @@ def run_demo(
     workers: int = 4,
     listener: Listener | None = None,
     stop: threading.Event | None = None,
+    from_task: bool = False,
+    on_plan: Callable[[PlannedTask], None] | None = None,
 ) -> tuple[Path, RunState]:
-    """Run the bundled example with the replay agent into a new or empty directory."""
+    """Run the bundled example with the replay agent into a new or empty directory.
+
+    ``from_task``: start from the example's task instead of its tree: ``pact plan``
+    with ``--approve`` (the replayed interview and decomposition; ``on_plan`` is shown
+    the plan), then the run of the tree it wrote.
+    """
     project_dir = demo_directory(directory)
     created = created_by(project_dir)
     with example_dir() as example:
@@ -62,7 +70,18 @@ def run_demo(
         state = None
         try:
             project_dir.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(example / "tree.json", tree_copy)
+            if from_task:
+                planned = plan_task(
+                    task_path=example / "task.md",
+                    project_dir=project_dir,
+                    approve=True,
+                    replay_dir=example / "replay",
+                )
+                if on_plan is not None:
+                    on_plan(planned)
+                tree_copy = planned.tree_path
+            else:
+                shutil.copyfile(example / "tree.json", tree_copy)
             state = run_tree(
                 tree_path=tree_copy,
                 project_dir=project_dir,
@@ -80,4 +99,5 @@ def run_demo(
                     shutil.rmtree(created, ignore_errors=True)
                 else:
                     tree_copy.unlink(missing_ok=True)
+                    shutil.rmtree(project_dir / "decomposition", ignore_errors=True)
     return project_dir, state

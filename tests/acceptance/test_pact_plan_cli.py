@@ -156,3 +156,15 @@ def test_pact_plan_sends_an_invalid_tree_back_to_the_decomposer(
     assert "tree 1 was sent back" in res.stdout and "cycle" in res.stdout
     written = json.loads((project / "decomposition" / "tree.json").read_text())
     assert written["nodes"]["tokens"]["dependencies"] == []
+
+
+def test_pact_demo_from_task_plans_the_example_then_runs_it(tmp_path: Path) -> None:
+    project = tmp_path / "demo"
+    res = pact("demo", str(project), "--from-task")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "q_001: Should '/' between two integers" in res.stdout
+    assert "(auto_assumption, confidence 0.62)" in res.stdout
+    assert (project / "decomposition" / "interview.json").is_file()
+    events, _ = read_events(project / ".pact" / "audit.jsonl")
+    assert [type(e).__name__ for e in events[:2]] == ["RunStarted", "InterviewRecorded"]
+    assert events[-1].type == "run_completed"
