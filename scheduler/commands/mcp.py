@@ -1,0 +1,246 @@
+"""What ``pact mcp`` serves, as plain functions over one project (and, optionally, the
+scheduler service): the same functions the CLI's commands call, answering JSON-ready
+documents. The MCP server (:mod:`pact_workers.mcp`) only registers them.
+
+The project is the one given, else the working directory when it holds a run; with
+neither, every answer is a :class:`NoProject` error saying how to give one (the server
+still starts). Reading is free; resuming a run and submitting trees change things and
+are refused unless the caller passes ``confirm=True``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pact_workers.errors import InputError
+from pact_workers.models.contract import ComponentContract
+from scheduler.budget import PhaseBudget
+from scheduler.commands.fleet import list_service_runs, submit_batch
+from scheduler.commands.inspection import status_report
+from scheduler.commands.provenance import provenance_report, show_retrospective
+from scheduler.commands.runs import resume_run
+from scheduler.commands.validate import validate_path
+from scheduler.project import ProjectDir
+from scheduler.report import poisoned_items, summary_rows
+from scheduler.settings import load_settings
+
+
+class NoProject(InputError):
+    """The server was started without a project, and the working directory holds none."""
+
+
+class NotConfirmed(InputError):
+    """A state-changing tool was called without ``confirm: true``."""
+
+
+def discover_project(explicit: Path | None, cwd: Path) -> Path | None:
+    """The project to serve: the one given, else ``cwd`` when it holds a run."""
+    if explicit is not None:
+        return explicit
+    return cwd if ProjectDir(cwd).has_run() else None
+
+
+class ProjectTools:
+    """The resources and tools of one project (``project`` None: not given)."""
+
+    def __init__(self, project: Path | None, *, broker_url: str | None = None) -> None:
+        self.project = project
+        self.broker_url = broker_url
+
+    def _project(self) -> Path:
+        if self.project is None:
+            raise NoProject(
+                "no pact project: start the server with `pact mcp --project DIR`, or in a "
+                "directory that holds a run (.pact/audit.jsonl)"
+            )
+        return self.project
+
+    # -- resources (read-only) ---------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The run's state: what ``pact status --json`` reports of it, and provenance."""
+        project = self._project()
+        state, warnings, problems = status_report(project_dir=project)
+        provenance = provenance_report(project_dir=project, state=state)
+        return {
+            "run_id": state.run_id,
+            "status": state.status.value,
+            "phase": state.phase,
+            "agent": state.agent,
+            "pause_reason": state.pause_reason,
+            "recommendation": state.recommendation,
+            "fail_reason": state.fail_reason,
+            "usage": state.usage.model_dump(),
+            "spend_by_phase": state.spend_by_phase,
+            "items": state.counts(),
+            "components": summary_rows(state),
+            "poisoned": dict(poisoned_items(state)),
+            "inconsistencies": problems,
+            "provenance": provenance.to_json(),
+            "warnings": warnings,
+        }
+
+    def contracts(self) -> list[dict[str, Any]]:
+        """Every promoted contract, summarised."""
+        project = ProjectDir(self._project())
+        project.require_run()
+        found = []
+        for interface in sorted(project.contracts_dir.glob("*/interface.json")):
+            contract = self._read(interface)
+            found.append(
+                {
+                    "component_id": contract.component_id,
+                    "name": contract.name,
+                    "description": contract.description,
+                    "version": contract.version,
+                    "functions": [f.name for f in contract.functions],
+                    "dependencies": contract.dependencies,
+                }
+            )
+        return found
+
+    def contract(self, component_id: str) -> dict[str, Any]:
+        """One component's promoted contract, whole."""
+        project = ProjectDir(self._project())
+        project.require_run()
+        known = {p.parent.name for p in project.contracts_dir.glob("*/interface.json")}
+        if component_id not in known:
+            raise InputError(
+                f"component {component_id!r}: no promoted contract; known: "
+                f"{', '.join(sorted(known)) or '(none yet)'}"
+            )
+        interface = project.contracts_dir / component_id / "interface.json"
+        return self._read(interface).model_dump(mode="json")
+
+    @staticmethod
+    def _read(interface: Path) -> ComponentContract:
+        try:
+            return ComponentContract.model_validate_json(interface.read_bytes())
+        except (OSError, ValidationError) as exc:
+            raise InputError(f"{interface}: cannot be read as a contract ({exc})") from None
+
+    def budget(self) -> dict[str, Any]:
+        """Spend against the budget, by phase (as ``pact status`` shows it)."""
+        project = self._project()
+        state, _, _ = status_report(project_dir=project)
+        settings = load_settings(ProjectDir(project).settings_path)
+        total = settings.budget_usd
+        phases = PhaseBudget(
+            phase_spend=dict(state.spend_by_phase), phase_caps=settings.budget.phase_caps
+        ).phase_summary(total)
+        return {
+            "spent_usd": state.usage.cost_usd,
+            "budget_usd": total,
+            "remaining_usd": None if total is None else max(0.0, total - state.usage.cost_usd),
+            "tokens": {"input": state.usage.input_tokens, "output": state.usage.output_tokens},
+            "phases": phases,
+        }
+
+    def retrospective(self) -> dict[str, Any]:
+        """The latest retrospective (generated, unsaved, for a run not yet ended)."""
+        retro, saved = show_retrospective(project_dir=self._project())
+        return {**retro.model_dump(mode="json"), "saved": saved}
+
+    def runs(self) -> list[dict[str, Any]]:
+        """The scheduler service's runs (needs ``--broker``)."""
+        if not self.broker_url:
+            raise InputError(
+                "no scheduler service: start the server with `pact mcp --broker redis://...`"
+            )
+        return [e.model_dump(mode="json") for e in list_service_runs(broker_url=self.broker_url)]
+
+    # -- tools -------------------------------------------------------------------------
+
+    def validate(self) -> dict[str, Any]:
+        """``pact validate`` of the project: every finding, and drift, structured."""
+        result = validate_path(path=self._project())
+        drift = [f.model_dump() for f in result.drift]
+        report = result.report.as_json()
+        return {
+            **report,
+            "contract_quality": result.quality.value,
+            "drift": drift,
+            "ok": not result.report.errors and not any(d["severity"] == "error" for d in drift),
+        }
+
+    def resume(self, *, confirm: bool, from_phase: str | None = None) -> dict[str, Any]:
+        """Resume the project's failed, paused or interrupted run (state-changing)."""
+        project = self._project()
+        if confirm is not True:
+            raise NotConfirmed(
+                f"pact_resume changes the run in {project}: call it again with "
+                '"confirm": true to resume it'
+            )
+        state, repaired = resume_run(project_dir=project, from_phase=from_phase)
+        return {"run_id": state.run_id, "status": state.status.value, "repaired": repaired}
+
+    def submit(
+        self, *, trees: list[str], confirm: bool, agent: str, replay_dir: str | None, priority: int
+    ) -> dict[str, Any]:
+        """Queue trees on the scheduler service (state-changing)."""
+        if not self.broker_url:
+            raise InputError(
+                "no scheduler service: start the server with `pact mcp --broker redis://...`"
+            )
+        if confirm is not True:
+            raise NotConfirmed(
+                f"pact_submit queues {len(trees)} tree(s) as runs: call it again with "
+                '"confirm": true to submit them'
+            )
+        queued, errors = submit_batch(
+            broker_url=self.broker_url,
+            trees=[Path(t) for t in trees],
+            priority=priority,
+            agent=agent,
+            replay_dir=Path(replay_dir) if replay_dir else None,
+        )
+        return {"queued": [e.model_dump(mode="json") for e in queued], "rejected": errors}
+
+
+def as_text(doc: Any) -> str:
+    return json.dumps(doc, indent=2, sort_keys=False, default=str)
+
+
+def serve_mcp(
+    *,
+    project: Path | None,
+    cwd: Path,
+    http_port: int | None = None,
+    host: str = "127.0.0.1",
+    broker_url: str | None = None,
+    token: str | None = None,
+) -> None:
+    """Serve the MCP server over stdio, or streamable HTTP on ``http_port``, until
+    the client leaves (stdio) or the process is interrupted (HTTP).
+
+    Raises:
+        InputError: ``project`` is not a directory, the HTTP server has no token, or
+            the MCP SDK is not installed.
+    """
+    if project is not None and not project.is_dir():
+        raise InputError(f"--project {project}: no such directory; give a project directory")
+    if http_port is not None and not token:
+        raise InputError(
+            "--http needs a bearer token: set PACT_MCP_TOKEN to a secret the clients send "
+            "as `Authorization: Bearer <token>`"
+        )
+    try:
+        from pact_workers.mcp import build_server
+        from pact_workers.mcp.http import serve_http
+    except ImportError as exc:
+        raise InputError(
+            f"pact mcp needs the MCP SDK ({exc}); install it with `pip install 'pact-fleet[mcp]'`"
+        ) from None
+    from scheduler.provenance.metadata import pact_version
+
+    tools = ProjectTools(discover_project(project, cwd), broker_url=broker_url)
+    server = build_server(tools, version=pact_version())
+    if http_port is None:
+        server.run("stdio")
+    else:
+        assert token is not None
+        serve_http(server, token=token, port=http_port, host=host)
