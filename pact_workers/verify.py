@@ -290,7 +290,7 @@ def parse_junit(xml: bytes) -> TestResults:
     details: list[TestFailure] = []
     for case in root.iter("testcase"):
         total += 1
-        test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
+        test_id = pact_test_id(case.get("file"), case.get("classname", ""), case.get("name", ""))
         outcome = None
         for child in case:
             if child.tag in {"failure", "error", "skipped"}:
@@ -322,6 +322,18 @@ def parse_junit(xml: bytes) -> TestResults:
         failure_details=details,
         timestamp=_now(),
     )
+
+
+def pact_test_id(file: str | None, classname: str, name: str) -> str:
+    """A test's id in Pact's (and pytest's) form, ``path::Class::test``, from a JUnit
+    testcase: ``file="tests/contract_test.py" classname="tests.contract_test.TestA"``
+    gives ``tests/contract_test.py::TestA::test_x``. Without a file (another writer of
+    JUnit XML) the id stays ``classname::name``."""
+    if not file:
+        return f"{classname}::{name}"
+    module = file.removesuffix(".py").replace("/", ".")
+    inner = classname[len(module) + 1 :] if classname.startswith(f"{module}.") else ""
+    return "::".join([file, *[part for part in inner.split(".") if part], name])
 
 
 def _now() -> str:

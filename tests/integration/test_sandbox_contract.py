@@ -379,6 +379,7 @@ def test_a_verification_fails_a_wrong_implementation(subject: Subject) -> None:
         "failed": 2,
         "errors": 0,
         "skipped": 0,
-        "failing": ["tests.test_calc::test_div_by_zero", "tests.test_calc::test_sub"],
+        # Pact's form of a test id: path::Class::test.
+        "failing": ["tests/test_calc.py::test_div_by_zero", "tests/test_calc.py::test_sub"],
         "all_passed": False,
     }

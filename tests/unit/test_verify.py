@@ -213,3 +213,26 @@ def test_a_failed_test_run_leads_its_summary_with_the_harness_reason() -> None:
         total=2, passed=1, failed=1, failure_details=[TestFailure(test_id="t::a")]
     )
     assert ordinary.summary() == "1/2 passed, 1 failed, 0 errors"
+
+
+def test_failing_test_ids_take_pacts_form_path_class_test() -> None:
+    suite = (
+        b"class TestA:\n"
+        b"    def test_x(self):\n        assert 0\n"
+        b"    class TestInner:\n"
+        b"        def test_n(self):\n            assert 0\n"
+        b"\n"
+        b"def test_y():\n    assert 0\n"
+    )
+    results, _ = run_contract_tests(
+        LocalSandbox(),
+        implementation={"src/adder.py": b"def add(a, b):\n    return a + b\n"},
+        tests={"tests/contract_test.py": suite},
+        environment=ENV,
+        timeout_s=60,
+    )
+    assert sorted(f.test_id for f in results.failure_details) == [
+        "tests/contract_test.py::TestA::TestInner::test_n",
+        "tests/contract_test.py::TestA::test_x",
+        "tests/contract_test.py::test_y",
+    ]
