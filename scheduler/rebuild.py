@@ -114,14 +114,21 @@ def disk_inconsistencies(
 
     ``contents=False`` only checks that every verified file is there (one ``stat``
     each, from the file list the log recorded): what ``pact status`` does on every
-    call. Comparing contents reads and hashes every file (``pact rebuild``).
+    call. Comparing contents reads and hashes every file (``pact rebuild``), except
+    for a component with a provenance baseline: an edit of its verified files is drift,
+    which ``pact status`` and ``pact validate`` report with its severity
+    (:mod:`scheduler.provenance.baseline`), not an inconsistency of the run.
     """
     problems: list[str] = []
     store = project.store()
     root = str(project.root)
+    baselines = str(project.pact / "baselines")
     for key, item in state.items.items():
         if item.status is not ItemStatus.DONE or item.output is None:
             continue
+        compare = contents and not os.path.isfile(
+            os.path.join(baselines, f"{item.component_id}.json")
+        )
         if contents or not item.files:
             try:
                 manifest = store.get_manifest(item.output)
@@ -142,7 +149,7 @@ def disk_inconsistencies(
                     f"{key}: marked done but its {_WHAT[item.phase]} "
                     f"{os.path.relpath(path, root)} is missing on disk"
                 )
-            elif contents and digest_bytes(Path(path).read_bytes()) != digest:
+            elif compare and digest_bytes(Path(path).read_bytes()) != digest:
                 problems.append(
                     f"{key}: {os.path.relpath(path, root)} differs from the verified "
                     f"{_WHAT[item.phase]}"

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from scheduler.project import ProjectDir
 from scheduler.provenance import read_artifact_metadata
+from scheduler.rebuild import disk_inconsistencies, rebuild_state
 from tests.integration.test_anthropic_run import PRICES, Oracle
 from tests.standins.anthropic_server import AnthropicStandIn
 
@@ -217,3 +219,19 @@ def anthropic_run(example: Path, tmp_path: Path) -> Path:
         )
     assert done.returncode == 0, done.stderr
     return project
+
+
+def test_an_edit_is_reported_once_as_drift_not_also_as_an_inconsistency(demo_copy: Path) -> None:
+    (demo_copy / ".pact/implementations/lexer/src/lexer.py").write_text("# by hand\n")
+    status = json.loads(pact("status", str(demo_copy), "--json").stdout)
+    assert [d["component_id"] for d in status["provenance"]["drift"]] == ["lexer"]
+    assert status["inconsistencies"] == []
+    # The log's digest check (what rebuild compares) leaves baselined components to drift.
+    project = ProjectDir(demo_copy)
+    assert disk_inconsistencies(rebuild_state(demo_copy), project) == []
+    # Without a baseline (a component not verified by passing tests) it still reports it.
+    (demo_copy / ".pact" / "baselines" / "lexer.json").unlink()
+    assert disk_inconsistencies(rebuild_state(demo_copy), project) == [
+        "lexer/implement: .pact/implementations/lexer/src/lexer.py differs from the verified "
+        "implementation"
+    ]
