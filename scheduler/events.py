@@ -30,8 +30,9 @@ from scheduler.gates.events import (
     TeachbackReviewed,
     TeachbackSubmitted,
 )
-from scheduler.regression.events import RegressionChecked
 from scheduler.interview.recorded import InterviewRecorded
+from scheduler.lifecycle.events import RunCancelled
+from scheduler.regression.events import RegressionChecked
 from scheduler.validation.findings import NameCorrection, ValidationFinding
 from scheduler.validation.names import ResolvedDependency
 
@@ -355,7 +356,8 @@ Event = Annotated[
     | TeachbackReviewed
     | ReviewRequested
     | ReviewDecided
-    | RegressionChecked,
+    | RegressionChecked
+    | RunCancelled,
     Field(discriminator="type"),
 ]
 

@@ -43,6 +43,8 @@ from scheduler.events import (
 )
 from scheduler.gates.transitions import GATE_TRANSITIONS, gate_dispatched
 from scheduler.interview.recorded import InterviewRecorded
+from scheduler.lifecycle.events import RunCancelled
+from scheduler.lifecycle.transitions import resumed, run_cancelled
 from scheduler.regression.events import RegressionChecked
 from scheduler.state import (
     INTERRUPTED,
@@ -286,6 +288,7 @@ def _paused(state: RunState, e: RunPaused) -> None:
 
 def _resumed(state: RunState, e: RunResumed) -> None:
     state.status = RunStatus.ACTIVE
+    resumed(state)  # a resume lifts a cancel (scheduler.lifecycle)
     state.pause_reason = ""
     state.recommendation = ""
     state.fail_reason = ""
@@ -361,5 +364,6 @@ _APPLY: dict[type, Callable[[RunState, Any], None]] = {
     RunFailed: _run_failed,
     InterviewRecorded: _interview_recorded,
     RegressionChecked: _regression_checked,
+    RunCancelled: run_cancelled,
     **GATE_TRANSITIONS,
 }

@@ -19,7 +19,13 @@ ResumePhase = Literal["interview", "decompose", "contract", "implement", "integr
 
 #: Items a resume gives a fresh start; done items are never among them.
 RESETTABLE = frozenset(
-    {ItemStatus.FAILED, ItemStatus.POISONED, ItemStatus.SUSPENDED, ItemStatus.PENDING}
+    {
+        ItemStatus.FAILED,
+        ItemStatus.POISONED,
+        ItemStatus.SUSPENDED,
+        ItemStatus.PENDING,
+        ItemStatus.CANCELLED,
+    }
 )
 
 

@@ -41,6 +41,7 @@ from scheduler.inputs import build_inputs
 from scheduler.journal import Listener, RunJournal
 from scheduler.launch import load_state
 from scheduler.leases import LeaseBook, interrupted, lease_failure
+from scheduler.lifecycle.cancelling import CancelHandling
 from scheduler.outcomes import ResultHandling
 from scheduler.pactimport.runcache import run_cache_for
 from scheduler.policy import STALLED, WORKER_LOST
@@ -55,7 +56,7 @@ from scheduler.wavefront import Key, WavefrontScheduler
 log = logging.getLogger(__name__)
 
 
-class RunController(ResultHandling, GateHandling):
+class RunController(ResultHandling, GateHandling, CancelHandling):
     """Drives one run to a terminal or paused state with one executor."""
 
     def __init__(
@@ -189,6 +190,7 @@ class RunController(ResultHandling, GateHandling):
         """Commit the results handled so far, then leases, lost workers and systemic
         detection; commit again, and a snapshot now and then."""
         self.commit()
+        self.take_cancel()  # pact cancel (scheduler.lifecycle.cancelling)
         self._renew_leases()
         self._expire_leases()
         self._reclaim_lost()

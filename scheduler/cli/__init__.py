@@ -36,6 +36,9 @@ from scheduler.cli import review  # noqa: F401
 from scheduler.cli import provenance  # noqa: F401
 
 # isort: split
+from scheduler.cli import cancel  # noqa: F401
+
+# isort: split
 from scheduler.cli import mcp  # noqa: F401
 from scheduler.cli.app import EXIT_INTERNAL, EXIT_INTERRUPTED, app, say
 
