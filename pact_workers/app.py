@@ -47,6 +47,7 @@ SOFT_TIME_LIMIT_S: dict[str, int] = {
     Role.CODE_AUTHOR.value: 1800,
     Role.INTEGRATOR.value: 1800,
     Role.TRACE_ANALYST.value: 900,
+    Role.AUDITOR.value: 900,
 }
 HARD_TIME_LIMIT_GRACE_S = 60
 #: Above the longest hard time limit, so the broker never redelivers a running task.

@@ -25,6 +25,7 @@ from pact_workers.agents.base import Agent, AgentRequest
 from pact_workers.artifacts import ArtifactStore, Bundle
 from pact_workers.classify import classify_error
 from pact_workers.errors import ArtifactError, PactError, VerificationError
+from pact_workers.models.audit import parse_audit
 from pact_workers.models.teachback import parse_teachback
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import ErrorClass, Phase, ResultMessage, TaskMessage, Usage
@@ -102,9 +103,11 @@ def execute_task(
         )
         usage, model = output.usage, output.model
         files = {safe_relpath(p): d for p, d in output.files.items()}
-        if task.stage == "teachback":
-            # Only its shape is checked here; the scheduler reviews it against the contract.
-            parse_teachback(files, task.component_id)
+        if task.stage != "work":
+            # A teachback or an audit: only its shape is checked here; the scheduler
+            # reviews it (against the contract) and decides.
+            check = parse_teachback if task.stage == "teachback" else parse_audit
+            check(files, task.component_id)
             return result(outcome="ok", output=store.put_bundle(files))
         progress("verify")
         test_results = _verify(task, files, sandbox=sandbox, store=store)

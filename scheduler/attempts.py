@@ -71,5 +71,18 @@ def new_attempt(
             else None
         ),
         stage=stage,
+        variety=_variety(gate),
     )
     return event, task
+
+
+def _variety(gate: GateRecord | None) -> str:
+    """The gate record in a few words, for the task's arguments (Flower)."""
+    if gate is None:
+        return ""
+    d = gate.dimensions
+    return (
+        f"score={gate.score} novelty={d.novelty} scope={d.scope} "
+        f"uncertainty={d.uncertainty} risk={d.risk} teachback={gate.gates.teachback_mode} "
+        f"auditor={'required' if gate.gates.auditor_required else 'no'} gates={gate.mode.value}"
+    )

@@ -23,6 +23,8 @@ from pact_workers.models.work import (
 )
 from scheduler.gates.dimensions import GateRecord
 from scheduler.gates.events import (
+    AuditRequested,
+    AuditReviewed,
     GateWouldHaveBlocked,
     ReviewDecided,
     ReviewRequested,
@@ -356,6 +358,8 @@ Event = Annotated[
     | TeachbackReviewed
     | ReviewRequested
     | ReviewDecided
+    | AuditRequested
+    | AuditReviewed
     | RegressionChecked
     | RunCancelled,
     Field(discriminator="type"),

@@ -60,6 +60,7 @@ class ResultHandling:
     #: The gates' hooks (``scheduler.gates.handling.GateHandling``).
     _gate_result: Callable[[ResultMessage], bool]
     _hold_for_review: Callable[..., bool]
+    _hold_for_audit: Callable[..., bool]
 
     @property
     def state(self) -> RunState:
@@ -131,6 +132,8 @@ class ResultHandling:
         if not self._check_regressions(result):
             return  # refused before promotion (scheduler.regression): the attempt failed
         files = sorted(self.store.get_manifest(result.output or ""))
+        if self._hold_for_audit(result, files=files, discovered=discovered, external=external):
+            return  # the auditor reviews it before promotion (scheduler.gates)
         if self._hold_for_review(result, files=files, discovered=discovered, external=external):
             return  # verified, but promoted only once a human approves (scheduler.gates)
         self._log(

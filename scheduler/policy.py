@@ -31,6 +31,7 @@ from pact_workers.backoff import backoff_s
 from pact_workers.errors import UNREACHABLE_PREFIX, ProviderUnreachable
 from pact_workers.models.work import ErrorClass, ResultMessage, SuspensionKind
 from pact_workers.runner import REJECTED, TESTS_FAILED
+from scheduler.gates.events import AUDIT_REJECTED
 from scheduler.settings import Settings
 from scheduler.state import INTERRUPTED, ItemState
 
@@ -106,7 +107,7 @@ def decide(
             reason=f"transient, retry {failures}",
             suspension=suspension,
         )
-    if result.error_type in {TESTS_FAILED, REJECTED}:
+    if result.error_type in {TESTS_FAILED, REJECTED, AUDIT_REJECTED}:
         attempts = item.rejections + 1
         if attempts < settings.max_attempts:
             return Decision(

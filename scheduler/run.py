@@ -171,7 +171,7 @@ class RunController(ResultHandling, GateHandling, CancelHandling):
         return stored
 
     def _lessons_key(self) -> str:
-        return lessons_key(self.settings)
+        return lessons_key(self.settings, self.state.agent_options)
 
     def _retrospect(self) -> None:
         retrospect(self.project.root, self._lessons_key())
@@ -293,6 +293,7 @@ class RunController(ResultHandling, GateHandling, CancelHandling):
             self._fail_without_attempt(component_id, phase, attempt, str(exc))
             return
         gate, stage = self._gate_dispatch(component_id, phase)
+        inputs = self._gate_inputs(component_id, phase, stage, inputs)
         action_key, cached = (
             self.cache.look_up(
                 self.state,

@@ -58,6 +58,8 @@ class AgentsSettings(BaseModel):
     code_author: AgentConfig | None = None
     integrator: AgentConfig | None = None
     trace_analyst: AgentConfig | None = None
+    #: Reviews a verified attempt of an item scoring 7 or more (``gates: blocking``).
+    auditor: AgentConfig | None = None
     #: The planning roles of ``pact plan``.
     interviewer: AgentConfig | None = None
     decomposer: AgentConfig | None = None

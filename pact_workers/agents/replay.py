@@ -7,6 +7,7 @@ Layout of a replay directory::
     <component>/tests/...            # served to the test author
     <component>/src/...              # served to the code author or integrator
     <component>/teachback.json       # served when a teachback is asked first
+    <component>/audit.json           # served to the auditor
 
 ``replay.yaml`` may script, per component, phase and attempt, a different
 outcome: ``{files: <dir>}`` serves that directory instead (relative to the
@@ -35,8 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.agents.base import AgentOutput, AgentRequest
 from pact_workers.errors import InputError, PermanentAgentError, TransientAgentError
+from pact_workers.models.audit import AUDIT_FILE
 from pact_workers.models.teachback import TEACHBACK_FILE
-from pact_workers.models.work import Phase, Usage
+from pact_workers.models.work import Phase, Role, Usage
 from pact_workers.sandbox.base import safe_relpath
 
 
@@ -120,7 +122,13 @@ class ReplayAgent:
             if scripted
             else (self.directory / request.component_id)
         )
-        source = TEACHBACK_FILE if request.teachback else PHASE_SOURCES[request.phase]
+        source = (
+            TEACHBACK_FILE
+            if request.teachback
+            else AUDIT_FILE
+            if request.role is Role.AUDITOR
+            else PHASE_SOURCES[request.phase]
+        )
         files = self._read(base, source)
         if not files:
             raise PermanentAgentError(

@@ -29,6 +29,8 @@ class Role(StrEnum):
     CODE_AUTHOR = "code_author"
     INTEGRATOR = "integrator"
     TRACE_ANALYST = "trace_analyst"
+    #: Reviews a verified attempt against the contract before promotion (gates).
+    AUDITOR = "auditor"
     #: The planning roles (``pact plan``): they serve no (component, phase) work item.
     INTERVIEWER = "interviewer"
     DECOMPOSER = "decomposer"
@@ -173,7 +175,10 @@ class TaskMessage(BaseModel):
     cached: CachedOutput | None = None
     #: ``teachback``: the agent restates its task first (``teachback.json``), which
     #: the scheduler reviews before the work call; ``work``: the role's artifacts.
-    stage: Literal["work", "teachback"] = "work"
+    stage: Literal["work", "teachback", "audit"] = "work"
+    #: The item's variety score, dimensions and gates in a few words (what Flower
+    #: shows among the task's arguments).
+    variety: str = ""
 
     @property
     def item(self) -> WorkItem:
@@ -181,7 +186,8 @@ class TaskMessage(BaseModel):
 
     @property
     def role(self) -> Role:
-        return ROLE_FOR_PHASE[self.phase]
+        """The role (and so the queue) this attempt goes to: the auditor for an audit."""
+        return Role.AUDITOR if self.stage == "audit" else ROLE_FOR_PHASE[self.phase]
 
     @property
     def idempotency_key(self) -> str:

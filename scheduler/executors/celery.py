@@ -30,7 +30,7 @@ from pact_workers.fleet import keys
 from pact_workers.fleet.connection import check_redis_url, redis_from_url
 from pact_workers.fleet.leases import QUEUED, RUNNING, SENT, Leases
 from pact_workers.fleet.results import ResultStreams
-from pact_workers.models.work import ROLE_FOR_PHASE, Phase, ResultMessage, TaskMessage
+from pact_workers.models.work import Phase, ResultMessage, TaskMessage
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class CeleryFleet:
             return
         self.leases.dispatch_many(batch)
         for task in batch:
-            role = ROLE_FOR_PHASE[task.phase].value
+            role = task.role.value  # the phase's role, or the auditor for an audit
             self.celery.send_task(
                 TASK_NAMES[role],
                 args=[task.model_dump(mode="json")],
@@ -116,6 +116,8 @@ class CeleryFleet:
                 argsrepr=(
                     f"run={task.run_id} component={task.component_id} "
                     f"phase={task.phase.value} attempt={task.attempt}"
+                    + (f" stage={task.stage}" if task.stage != "work" else "")
+                    + (f" {task.variety}" if task.variety else "")
                 ),
                 retry=True,
                 retry_policy=SEND_RETRY_POLICY,

@@ -20,8 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import Phase, Usage
 
-#: What an attempt is for: the work itself, or the teachback that must precede it.
-Stage = Literal["work", "teachback"]
+#: What an attempt is for: the work itself, the teachback that must precede it, or
+#: the auditor's review of a verified attempt before its promotion.
+Stage = Literal["work", "teachback", "audit"]
+
+
+#: ``error_type`` of an attempt the harness accepted and the auditor rejected: retried
+#: with the findings as feedback, like an attempt whose tests failed.
+AUDIT_REJECTED = "audit_rejected"
 
 
 def _now() -> str:
@@ -67,11 +73,9 @@ class TeachbackReviewed(_GateEvent):
     final: bool = False
 
 
-class ReviewRequested(_GateEvent):
-    """A verified attempt waits for a human (``awaiting_review``); what the harness
-    accepted is kept here, to become the item's success when it is approved."""
+class _Held(_GateEvent):
+    """A verified attempt held back from promotion: what the harness accepted."""
 
-    type: Literal["review_requested"] = "review_requested"
     score: int = 0
     output: str
     files: list[str] = Field(default_factory=list)
@@ -80,6 +84,31 @@ class ReviewRequested(_GateEvent):
     duration_s: float = 0.0
     discovered_dependencies: list[str] = Field(default_factory=list)
     external_dependencies: list[str] = Field(default_factory=list)
+
+
+class ReviewRequested(_Held):
+    """A verified attempt waits for a human (``awaiting_review``); what the harness
+    accepted is kept here, to become the item's success when it is approved."""
+
+    type: Literal["review_requested"] = "review_requested"
+
+
+class AuditRequested(_Held):
+    """A verified attempt of an item whose gates require the auditor: the item goes
+    back to pending and its next dispatch is the audit (role ``auditor``)."""
+
+    type: Literal["audit_requested"] = "audit_requested"
+
+
+class AuditReviewed(_GateEvent):
+    """The auditor's verdict on a verified attempt: approved (the item's success
+    follows) or rejected (its failure follows, the findings as feedback)."""
+
+    type: Literal["audit_reviewed"] = "audit_reviewed"
+    approved: bool
+    reviewer: str = "auditor"
+    findings: list[str] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
 
 
 class ReviewDecided(_GateEvent):
@@ -93,6 +122,8 @@ class ReviewDecided(_GateEvent):
 
 
 GATE_EVENTS = (
+    AuditRequested,
+    AuditReviewed,
     GateWouldHaveBlocked,
     TeachbackSubmitted,
     TeachbackReviewed,

@@ -12,6 +12,12 @@ Rules:
   more, or ``review: all``; implement and integrate only) is logged as
   ``review_requested`` instead of a success: nothing is promoted and nothing
   downstream starts until a human decides;
+- a verified attempt of an item whose gates require the auditor (``gates: blocking``,
+  score 7 or more) is logged as ``audit_requested``: its next dispatch goes to the
+  auditor role with the output and the contract; an approval makes the held attempt
+  the item's success (then review, promotion), a rejection its failure with the
+  findings as feedback. The auditor is never asked about an attempt the harness
+  rejected, so it can add a rejection but never accept one;
 - when nothing else can move and items await review, the run pauses saying so
   (``pact review``, then ``pact approve`` or ``pact reject``); a paused item holds
   no lease and no worker, so neither stall timers nor the budget run meanwhile.
@@ -19,14 +25,25 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import PactError
+from pact_workers.models.audit import parse_audit
 from pact_workers.models.contract import ComponentContract
 from pact_workers.models.teachback import parse_teachback
-from pact_workers.models.work import ErrorClass, ItemStatus, Phase, ResultMessage
+from pact_workers.models.work import ErrorClass, ItemStatus, Phase, ResultMessage, Usage
 from scheduler.events import Event, ItemFailed, RunPaused
 from scheduler.gates.dimensions import GateRecord
-from scheduler.gates.events import ReviewRequested, Stage, TeachbackReviewed, TeachbackSubmitted
+from scheduler.gates.events import (
+    AUDIT_REJECTED,
+    AuditRequested,
+    AuditReviewed,
+    ReviewRequested,
+    Stage,
+    TeachbackReviewed,
+    TeachbackSubmitted,
+)
 from scheduler.gates.keeper import GATED_PHASES, GateKeeper
 from scheduler.gates.reviewers import Verdict
 from scheduler.gates.settings import ReviewMode
@@ -62,6 +79,9 @@ class GateHandling:
     def _poison(self, component_id: str, phase: Phase) -> None:
         raise NotImplementedError
 
+    #: Applies a verified result (``ResultHandling._succeed``).
+    _succeed: Callable[[ResultMessage], None]
+
     # -- dispatch -----------------------------------------------------------------
 
     def _gate_dispatch(self, component_id: str, phase: Phase) -> tuple[GateRecord, Stage]:
@@ -75,11 +95,23 @@ class GateHandling:
             self._log(advisory)
         return record, keeper.stage(self.state, component_id, phase, record)
 
+    def _gate_inputs(
+        self, component_id: str, phase: Phase, stage: Stage, inputs: dict[str, str]
+    ) -> dict[str, str]:
+        """An audit also sees the attempt under review (``output``)."""
+        held = self.state.item(component_id, phase).gates.audit
+        if stage != "audit" or held is None:
+            return inputs
+        return {**inputs, "output": held.output}
+
     # -- teachbacks ---------------------------------------------------------------
 
     def _gate_result(self, result: ResultMessage) -> bool:
         """Handle the result of a teachback attempt; False for a work attempt."""
         item = self.state.item(result.component_id, result.phase)
+        if item.gates.stage == "audit":
+            self._audit_result(result)
+            return True
         if item.gates.stage != "teachback":
             return False
         if result.outcome != "ok" or result.output is None:
@@ -141,6 +173,87 @@ class GateHandling:
         allowed |= set(self.state.tree.nodes[cid].children)
         return checker.review(
             TeachbackSubject(teachback=teachback, contract=contract, allowed=frozenset(allowed))
+        )
+
+    # -- the auditor --------------------------------------------------------------
+
+    def _hold_for_audit(
+        self,
+        result: ResultMessage,
+        *,
+        files: list[str],
+        discovered: list[str],
+        external: list[str],
+    ) -> bool:
+        """Log a verified work attempt as waiting for the auditor when its gates say so."""
+        item = self.state.item(result.component_id, result.phase)
+        record = item.gates.record
+        if item.gates.stage != "work" or not self.gatekeeper.audits(result.phase, record):
+            return False
+        self._log(
+            AuditRequested(
+                component_id=result.component_id,
+                phase=result.phase,
+                attempt=result.attempt,
+                score=record.score if record is not None else 0,
+                output=result.output or "",
+                files=files,
+                test_results=result.test_results,
+                usage=result.usage,
+                duration_s=result.duration_s,
+                discovered_dependencies=discovered,
+                external_dependencies=external,
+            )
+        )
+        return True
+
+    def _audit_result(self, result: ResultMessage) -> None:
+        item = self.state.item(result.component_id, result.phase)
+        held = item.gates.audit
+        if result.outcome != "ok" or result.output is None or held is None:
+            self._fail(result)  # the failure policy; the next dispatch audits again
+            return
+        try:
+            verdict = parse_audit(dict(self.store.get_bundle(result.output)), item.component_id)
+            approved, findings = verdict.approved, verdict.findings
+        except PactError as exc:
+            approved, findings = False, [f"the auditor's verdict cannot be read: {exc}"]
+        self._log(
+            AuditReviewed(
+                component_id=result.component_id,
+                phase=result.phase,
+                attempt=result.attempt,
+                approved=approved,
+                findings=findings,
+                usage=result.usage,
+            )
+        )
+        if approved:
+            # The attempt the harness accepted becomes the item's success (its cost
+            # was counted when it was held).
+            self._succeed(
+                result.model_copy(
+                    update={
+                        "output": held.output,
+                        "test_results": held.test_results,
+                        "usage": Usage(),
+                        "duration_s": held.duration_s,
+                    }
+                )
+            )
+            return
+        self._fail(
+            result.model_copy(
+                update={
+                    "outcome": "error",
+                    "error_class": ErrorClass.PERMANENT,
+                    "error_type": AUDIT_REJECTED,
+                    "error": "the auditor rejected it: " + "; ".join(findings),
+                    "output": held.output,
+                    "test_results": held.test_results,
+                    "usage": Usage(),
+                }
+            )
         )
 
     # -- human review -------------------------------------------------------------
@@ -210,4 +323,4 @@ def awaiting_review(state: RunState) -> list[str]:
     ]
 
 
-__all__ = ["TEACHBACK_REJECTED", "GateHandling", "awaiting_review"]
+__all__ = ["AUDIT_REJECTED", "TEACHBACK_REJECTED", "GateHandling", "awaiting_review"]

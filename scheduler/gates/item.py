@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from scheduler.gates.dimensions import GateRecord
-from scheduler.gates.events import ReviewRequested, Stage
+from scheduler.gates.events import AuditRequested, ReviewRequested, Stage
 
 #: The gate states an item goes through (empty: no gate has acted on it).
 GateState = Literal[
@@ -17,6 +17,8 @@ GateState = Literal[
     "active",
     "correcting",
     "awaiting_review",
+    "audit_pending",
+    "audited",
     "approved",
     "rejected",
 ]
@@ -38,6 +40,9 @@ class ItemGates(BaseModel):
     corrections: list[str] = Field(default_factory=list)
     #: Advisory mode recorded that blocking would have held this item.
     would_have_blocked: bool = False
+    #: The verified attempt waiting for the auditor, and its last findings.
+    audit: AuditRequested | None = None
+    audit_findings: list[str] = Field(default_factory=list)
     #: The verified attempt waiting for a human, and the last decision.
     review: ReviewRequested | None = None
     decided_by: str = ""

@@ -11,8 +11,10 @@ Rules:
 - only the work call of an implement or integrate item is gated (:data:`GATED_PHASES`):
   there a contract exists to check a teachback against;
 - ``blocking``: an item whose gates say ``blocking`` is dispatched as a teachback
-  until one is approved; ``advisory``: it is dispatched as work, after one
-  ``gate_would_have_blocked`` event.
+  until one is approved, and an attempt of it that the harness accepted goes to the
+  auditor (its next dispatch, role ``auditor``) when its gates require one;
+  ``advisory``: it is dispatched as work, after one ``gate_would_have_blocked``
+  event, and no auditor is asked.
 """
 
 from __future__ import annotations
@@ -69,8 +71,11 @@ class GateKeeper:
         )
 
     def stage(self, state: RunState, component_id: str, phase: Phase, record: GateRecord) -> Stage:
-        """``teachback`` while a blocking gate waits for an approved teachback."""
+        """``audit`` while a verified attempt waits for the auditor; ``teachback`` while
+        a blocking gate waits for an approved teachback; else ``work``."""
         item = state.item(component_id, phase)
+        if item.gates.audit is not None:
+            return "audit"
         if (
             self.settings.mode is GateMode.BLOCKING
             and phase in GATED_PHASES
@@ -79,6 +84,15 @@ class GateKeeper:
         ):
             return "teachback"
         return "work"
+
+    def audits(self, phase: Phase, record: GateRecord | None) -> bool:
+        """Whether a verified attempt goes to the auditor before promotion."""
+        return (
+            self.settings.mode is GateMode.BLOCKING
+            and phase in GATED_PHASES
+            and record is not None
+            and record.gates.auditor_required
+        )
 
     def would_have_blocked(
         self, state: RunState, component_id: str, phase: Phase, record: GateRecord
@@ -106,7 +120,8 @@ class GateKeeper:
             reason=(
                 f"variety score {record.score} >= 7 (novelty {d.novelty}, scope {d.scope}, "
                 f"uncertainty {d.uncertainty}, risk {d.risk}): gates: blocking would hold "
-                f"the work call until a teachback{covered} is approved"
+                f"the work call until a teachback{covered} is approved, and have the "
+                "auditor review the verified attempt before its promotion"
             ),
         )
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from pact_workers.models.work import FailureNote, ItemStatus
 from scheduler.gates.events import (
+    AuditRequested,
+    AuditReviewed,
     GateWouldHaveBlocked,
     ReviewDecided,
     ReviewRequested,
@@ -124,7 +126,32 @@ def _review_decided(state: RunState, e: ReviewDecided) -> None:
     _set_retry(state, item, None)
 
 
+def _audit_requested(state: RunState, e: AuditRequested) -> None:
+    from scheduler.fold import _set_retry, _set_status, _spend
+
+    item = state.item(e.component_id, e.phase)
+    _set_status(state, item, ItemStatus.PENDING)
+    _set_retry(state, item, None)
+    state.index.finished_attempts[e.phase] += 1
+    item.gates.audit = e
+    item.gates.state = "audit_pending"
+    _spend(state, item, e.phase, e.usage)
+
+
+def _audit_reviewed(state: RunState, e: AuditReviewed) -> None:
+    from scheduler.fold import _spend
+
+    item = state.item(e.component_id, e.phase)
+    item.gates.audit = None
+    item.gates.state = "audited"
+    item.gates.audit_findings = list(e.findings)
+    _spend(state, item, e.phase, e.usage)
+    # The item's success or failure follows at once, from the same attempt.
+
+
 GATE_TRANSITIONS: dict[type, Callable[[Any, Any], None]] = {
+    AuditRequested: _audit_requested,
+    AuditReviewed: _audit_reviewed,
     GateWouldHaveBlocked: _would_have_blocked,
     TeachbackSubmitted: _submitted,
     TeachbackReviewed: _reviewed,

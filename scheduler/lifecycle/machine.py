@@ -136,6 +136,8 @@ def gate_move(event: Event) -> tuple[str, Actor] | None:
         "gate_would_have_blocked": ("would_have_blocked", Actor.SCHEDULER),
         "teachback_submitted": ("teachback_submit", Actor.HARNESS),
         "review_requested": ("await_review", Actor.HARNESS),
+        "audit_requested": ("await_audit", Actor.HARNESS),
+        "audit_reviewed": ("audit_review", Actor.SCHEDULER),
     }
     return names[event.type]
 

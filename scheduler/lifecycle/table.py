@@ -162,6 +162,8 @@ TRANSITIONS: tuple[Transition, ...] = tuple(
         *_rows(_FLIGHT, "await_review", [Actor.HARNESS], S.AWAITING_REVIEW, _LEASE),
         *_rows([S.AWAITING_REVIEW], "approve", [Actor.HUMAN], S.DONE),
         *_rows([S.AWAITING_REVIEW], "reject", [Actor.HUMAN], S.PENDING),
+        *_rows(_FLIGHT, "await_audit", [Actor.HARNESS], S.PENDING, _LEASE),
+        *_rows(_FLIGHT, "audit_review", _SCHED, None, _LEASE),
     ]
 )
 

@@ -3,18 +3,23 @@ contract tests in subprocesses) and the replay agent, whose calls are recorded."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pact_workers.agents.replay import ReplayAgent
 from pact_workers.models import ItemStatus, Phase
 from pact_workers.models.tree import load_tree
+from pact_workers.models.work import Role
 from pact_workers.sandbox import LocalSandbox
 from scheduler.audit import read_events
 from scheduler.commands import drive_run
 from scheduler.events import ItemDispatched, ItemFailed, ItemSucceeded, RunPaused
 from scheduler.gates.events import (
+    AuditRequested,
+    AuditReviewed,
     GateWouldHaveBlocked,
     ReviewRequested,
     TeachbackReviewed,
@@ -68,7 +73,7 @@ def test_blocking_rejects_a_teachback_that_omits_an_error_case_then_approves_the
     events = item_events(project, GATED)
     kinds = [(type(e).__name__, getattr(e, "attempt", 0)) for e in events]
     dispatches = [e for e in events if isinstance(e, ItemDispatched)]
-    assert [d.stage for d in dispatches] == ["teachback", "teachback", "work"]
+    assert [d.stage for d in dispatches] == ["teachback", "teachback", "work", "audit"]
     reviews = [e for e in events if isinstance(e, TeachbackReviewed)]
     assert [r.approved for r in reviews] == [False, True]
     assert len(reviews[0].findings) == 1
@@ -77,12 +82,12 @@ def test_blocking_rejects_a_teachback_that_omits_an_error_case_then_approves_the
     first_work = kinds.index(("ItemDispatched", 3))
     assert kinds.index(("TeachbackReviewed", 2)) < first_work
     assert kinds[:first_work].count(("TeachbackSubmitted", 1)) == 1
-    assert any(isinstance(e, ItemSucceeded) and e.attempt == 3 for e in events)
+    assert any(isinstance(e, ItemSucceeded) and e.attempt == 4 for e in events)
     # The corrections went back to the agent with the second teachback.
     assert any("argument_not_node" in f.summary for f in dispatches[1].feedback)
     record = dispatches[0].gate
     assert record is not None and record.score >= 7 and record.gates.teachback_mode == "blocking"
-    assert state.item(*GATED).gates.state == "active"
+    assert state.item(*GATED).gates.state == "audited"
     assert state.item(*GATED).gates.teachback_rounds == 1
 
 
@@ -91,7 +96,12 @@ def test_blocking_makes_the_work_call_only_after_the_approved_teachback(
 ) -> None:
     _, agent, _ = blocking_run
     calls = [c for c in agent.calls if (c.component_id, c.phase) == GATED]
-    assert [(c.attempt, c.teachback) for c in calls] == [(1, True), (2, True), (3, False)]
+    assert [(c.attempt, c.teachback, c.role) for c in calls] == [
+        (1, True, Role.CODE_AUTHOR),
+        (2, True, Role.CODE_AUTHOR),
+        (3, False, Role.CODE_AUTHOR),
+        (4, False, Role.AUDITOR),
+    ]
     assert any("argument_not_node" in f.summary for f in calls[1].feedback)
 
 
@@ -160,3 +170,93 @@ def test_review_gated_holds_the_high_risk_item_and_pauses_the_run(
     assert state.item("parser", Phase.IMPLEMENT).status is ItemStatus.PENDING
     held = [i for i in state.items.values() if i.status is ItemStatus.AWAITING_REVIEW]
     assert held == [item]
+
+
+def write_teachback(replay: Path, component_id: str) -> None:
+    """A teachback naming everything in the component's contract."""
+    contract = json.loads((replay / component_id / "interface.json").read_text())
+    doc = {
+        "component_id": component_id,
+        "produces": f"src/{component_id}.py",
+        "functions": [f["name"] for f in contract["functions"]],
+        "error_cases": [
+            {"function": f["name"], "name": e["name"]}
+            for f in contract["functions"]
+            for e in f["error_cases"]
+        ],
+        "uses": contract.get("dependencies", []),
+    }
+    (replay / component_id / "teachback.json").write_text(json.dumps(doc))
+
+
+def test_blocking_has_the_auditor_review_the_verified_attempt_before_promotion(
+    blocking_run: tuple[RunState, ReplayAgent, ProjectDir],
+) -> None:
+    _, agent, project = blocking_run
+    events = item_events(project, GATED)
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("AuditRequested") < kinds.index("AuditReviewed")
+    assert kinds.index("AuditReviewed") < kinds.index("ItemSucceeded")
+    assert kinds.index("ItemSucceeded") < kinds.index("ArtifactsPromoted")
+    audits = [c for c in agent.calls if c.role is Role.AUDITOR]
+    assert [(c.component_id, c.attempt) for c in audits] == [("ast_nodes", 4)]
+    # The auditor sees the attempt under review and the contract.
+    assert "src/ast_nodes.py" in audits[0].inputs["output"]
+    assert "interface.json" in audits[0].inputs["contract"]
+
+
+def test_the_auditor_rejecting_an_implementation_sends_feedback_to_the_next_attempt(
+    tmp_path: Path, example: Path, replay_copy: Path
+) -> None:
+    rejecting = replay_copy / "ast_nodes" / "attempts" / "audit-4"
+    rejecting.mkdir(parents=True)
+    finding = "free_variables returns a list; the contract says the names are sorted and unique"
+    (rejecting / "audit.json").write_text(json.dumps({"approved": False, "findings": [finding]}))
+    script = yaml.safe_load((replay_copy / "replay.yaml").read_text())
+    script["script"]["ast_nodes"]["implement"][4] = {"files": "ast_nodes/attempts/audit-4"}
+    (replay_copy / "replay.yaml").write_text(yaml.safe_dump(script))
+    state, agent, project = run(example, replay_copy, tmp_path / "p", gates="blocking")
+    assert state.status is RunStatus.COMPLETED
+    events = item_events(project, GATED)
+    reviewed = [e for e in events if isinstance(e, AuditReviewed)]
+    assert [(e.attempt, e.approved) for e in reviewed] == [(4, False), (6, True)]
+    failed = [e for e in events if isinstance(e, ItemFailed)]
+    assert [(e.attempt, e.error_type) for e in failed] == [(4, "audit_rejected")]
+    assert finding in failed[0].error
+    work = [
+        c
+        for c in agent.calls
+        if (c.component_id, c.phase) == GATED and c.role is not Role.AUDITOR and not c.teachback
+    ]
+    assert [c.attempt for c in work] == [3, 5]
+    assert any(finding in note.summary for note in work[1].feedback)
+    assert [e.attempt for e in events if isinstance(e, ItemSucceeded)] == [6]
+
+
+def test_an_attempt_the_harness_rejected_is_never_promoted_whatever_the_auditor_says(
+    tmp_path: Path, example: Path, replay_copy: Path
+) -> None:
+    # evaluator's risk set to 4 makes it gated; its first work call (attempt 2, after
+    # the teachback) serves the implementation that fails 2 of its tests, and its
+    # auditor approves everything it is shown.
+    write_teachback(replay_copy, "evaluator")
+    (replay_copy / "evaluator" / "audit.json").write_text('{"approved": true}')
+    script = yaml.safe_load((replay_copy / "replay.yaml").read_text())
+    script["script"]["evaluator"]["implement"] = {2: {"files": "evaluator/attempts/implement-1"}}
+    (replay_copy / "replay.yaml").write_text(yaml.safe_dump(script))
+    gates = {"mode": "blocking", "evaluator": {"risk": 4}}
+    state, agent, project = run(example, replay_copy, tmp_path / "p", gates=gates)
+    assert state.status is RunStatus.COMPLETED
+    key = ("evaluator", Phase.IMPLEMENT)
+    events = item_events(project, key)
+    failed = [e for e in events if isinstance(e, ItemFailed)]
+    assert [(e.attempt, e.error_type) for e in failed] == [(2, "tests_failed")]
+    assert [e.attempt for e in events if isinstance(e, AuditRequested)] == [3]
+    audited = [c for c in agent.calls if c.role is Role.AUDITOR and c.component_id == "evaluator"]
+    assert [c.attempt for c in audited] == [4]
+    dispatched = [e for e in events if isinstance(e, ItemDispatched)]
+    assert dispatched[0].gate is not None and dispatched[0].gate.overrides == {"risk": 4}
+    promoted = (project.implementations_dir / "evaluator" / "src" / "evaluator.py").read_bytes()
+    assert promoted == (replay_copy / "evaluator" / "src" / "evaluator.py").read_bytes()
+    rejected = replay_copy / "evaluator" / "attempts" / "implement-1" / "src" / "evaluator.py"
+    assert promoted != rejected.read_bytes()
