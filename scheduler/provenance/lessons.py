@@ -2,7 +2,8 @@
 
 When a run ends its retrospective is written into the project
 (``.pact/retrospectives/<run_id>.json``) and published to the lessons store, under a key
-made from what configures the run: the effective ``pact.yaml`` settings.
+made from what configures the run: the effective ``pact.yaml`` settings and the agent
+options (which carry the agents, models and prices of a submitted run's ``--settings``).
 So a later run of the same project (a resume) and any run configured by the same
 ``pact.yaml`` (another project directory, or runs submitted together) find them.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from pact_workers.files import atomic_write
@@ -34,10 +36,11 @@ log = logging.getLogger(__name__)
 MAX_CARRIED = 20
 
 
-def lessons_key(settings: Settings) -> str:
-    """What identifies "the same pact.yaml": the effective settings it makes (agents,
-    models and prices included), so copies of one file in several projects share it."""
-    doc = settings.model_dump(mode="json")
+def lessons_key(settings: Settings, agent_options: Mapping[str, str] | None = None) -> str:
+    """What identifies "the same pact.yaml": the effective settings it makes, and the
+    agent options the run was started with (a submitted run's ``--settings`` reach it as
+    those: its agents, models and prices), so copies of one file share a key."""
+    doc = {"settings": settings.model_dump(mode="json"), "agent": dict(agent_options or {})}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:24]
 
 

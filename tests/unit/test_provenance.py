@@ -22,6 +22,7 @@ from scheduler.provenance import (
     write_artifact_metadata,
 )
 from scheduler.provenance.baseline import ArtifactBaseline, baseline_from_verified, hash_tree
+from scheduler.provenance.lessons import lessons_key, prior_lessons, publish
 from scheduler.provenance.promotion import GITIGNORE, ensure_gitignore, restore_provenance
 from scheduler.provenance.retrospective import (
     generate_retrospective,
@@ -31,6 +32,7 @@ from scheduler.provenance.retrospective import (
 )
 from scheduler.provenance.staleness import check_staleness
 from scheduler.rebuild import rebuild_state
+from scheduler.settings import Settings
 from tests.runs import RunBuilder, star_tree
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -351,3 +353,24 @@ def test_a_log_without_a_run_has_no_retrospective(tmp_path: Path) -> None:
     (tmp_path / ".pact" / "audit.jsonl").write_text("")
     with pytest.raises(ValueError, match="holds no run"):
         generate_retrospective(tmp_path)
+
+
+def test_lessons_are_keyed_by_the_effective_settings_and_agent_options() -> None:
+    base = Settings()
+    same = lessons_key(base, {"model": "m1"})
+    assert lessons_key(Settings(), {"model": "m1"}) == same  # another copy of the file
+    assert lessons_key(base, {"model": "m2"}) != same  # submitted with other --settings
+    assert lessons_key(Settings(max_attempts=1), {"model": "m1"}) != same
+
+
+def test_prior_lessons_come_newest_first_without_duplicates(tmp_path: Path) -> None:
+    project = failed_run(tmp_path / "p")
+    retro = write_retrospective(project)
+    older = retro.model_copy(
+        update={"run_id": "old", "generated_at": "2020-01-01T00:00:00+00:00", "lessons": ["x"]}
+    )
+    publish(older, "k")
+    publish(retro, "k")  # the same lessons again, from the store
+    found = prior_lessons(project, "k")
+    assert found == [*retro.lessons, "x"]
+    assert prior_lessons(tmp_path / "nothing", "other") == []
