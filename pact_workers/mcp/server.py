@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from pydantic import Field
 
 from pact_workers.errors import PactError
 
 #: The MIME type of every resource: JSON documents.
 JSON = "application/json"
+
+#: A state-changing tool's confirmation: the JSON value ``true`` and nothing else (not
+#: ``"yes"``, not ``1``, which lax validation would read as true).
+Confirm = Annotated[bool, Field(strict=True, description="true to go ahead")]
 
 
 class PactBackend(Protocol):
@@ -102,7 +107,7 @@ def build_server(backend: PactBackend, *, version: str = "") -> MCPServer:
         return call(backend.status)
 
     @server.tool(name="pact_resume")
-    def pact_resume(confirm: bool = False, from_phase: str | None = None) -> str:
+    def pact_resume(confirm: Confirm = False, from_phase: str | None = None) -> str:
         """Resume the failed, paused or interrupted run. Changes the run: refused
         unless confirm is true."""
         return call(lambda: backend.resume(confirm=confirm, from_phase=from_phase))
@@ -110,7 +115,7 @@ def build_server(backend: PactBackend, *, version: str = "") -> MCPServer:
     @server.tool(name="pact_submit")
     def pact_submit(
         trees: list[str],
-        confirm: bool = False,
+        confirm: Confirm = False,
         agent: str = "replay",
         replay_dir: str | None = None,
         priority: int = 0,

@@ -255,3 +255,32 @@ def test_http_without_a_token_is_refused_at_start(demo: Path) -> None:
     )
     assert started.returncode == 2
     assert "PACT_MCP_TOKEN" in started.stderr and "Traceback" not in started.stderr
+
+
+def test_a_confirmed_resume_resumes_the_failed_run(example: Path, tmp_path: Path) -> None:
+    project = tmp_path / "failed"
+    project.mkdir()
+    (project / "pact.yaml").write_text("max_attempts: 1\n")  # the evaluator's first try fails
+    failed = pact(
+        "run",
+        str(example / "tree.json"),
+        "--project",
+        str(project),
+        "--replay-dir",
+        str(example / "replay"),
+    )
+    assert failed.returncode == 1
+
+    async def talk(client: Client) -> tuple[Any, Any, dict[str, Any]]:
+        refused = await client.call_tool("pact_resume", {"confirm": "yes"})
+        resumed = await client.call_tool("pact_resume", {"confirm": True})
+        status = json.loads(text_of(await client.read_resource("pact://status")))
+        return refused, resumed, status
+
+    refused, resumed, status = with_client(server("--project", str(project)), talk)
+    assert refused.is_error  # only the boolean true confirms
+    assert not resumed.is_error, resumed.content[0].text
+    assert json.loads(resumed.content[0].text)["status"] == "completed"
+    assert status["status"] == "completed"
+    retro = json.loads(pact("retrospective", str(project), "--json").stdout)
+    assert retro["status"] == "completed"
