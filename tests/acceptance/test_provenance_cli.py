@@ -165,9 +165,14 @@ CODER = "claude-standin-coder"
 KEY = "sk-ant-standin-provenance-0123"
 
 
-def test_metadata_contains_model(example: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def anthropic_project(example: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return anthropic_run(example, tmp_path_factory.mktemp("anthropic"))
+
+
+def test_metadata_contains_model(anthropic_project: Path) -> None:
     """The model is what the provider says answered, per role as pact.yaml configures it."""
-    project = anthropic_run(example, tmp_path)
+    project = anthropic_project
     for cid in ("tokens", "lexer", "calculator"):
         contract = read_artifact_metadata(project / f".pact/contracts/{cid}/interface.json")
         assert contract is not None and contract.model == DATED  # the alias, resolved
@@ -177,8 +182,8 @@ def test_metadata_contains_model(example: Path, tmp_path: Path) -> None:
     assert integrated is not None and integrated.model == DATED
 
 
-def test_metadata_contains_cost(example: Path, tmp_path: Path) -> None:
-    project = anthropic_run(example, tmp_path)
+def test_metadata_contains_cost(anthropic_project: Path) -> None:
+    project = anthropic_project
     status = json.loads(pact("status", str(project), "--json").stdout)
     found = sidecars(project)
     assert len(found) == 30
