@@ -47,7 +47,9 @@ from pact_workers.errors import (
     SystemicAgentError,
     TransientAgentError,
 )
+from pact_workers.models.audit import AUDIT_FILE
 from pact_workers.models.environment import EnvironmentSpec
+from pact_workers.models.teachback import TEACHBACK_FILE
 from pact_workers.models.work import Role, Usage
 from pact_workers.sandbox.base import Sandbox, SandboxRequest, SandboxResult, safe_relpath
 
@@ -77,6 +79,7 @@ OUTPUTS: dict[Role, str] = {
     Role.TEST_AUTHOR: "tests",
     Role.CODE_AUTHOR: "src",
     Role.INTEGRATOR: "src",
+    Role.AUDITOR: AUDIT_FILE,
 }
 #: What each role is told to write (the prompt's last section).
 _WRITE: dict[Role, str] = {
@@ -93,11 +96,22 @@ _WRITE: dict[Role, str] = {
         "the integration module `src/{component}.py`, which imports the children (never "
         "copies them)"
     ),
+    Role.AUDITOR: (
+        "`audit.json` in the workspace root: your verdict, one JSON object "
+        '`{{"approved": ..., "findings": [...]}}`'
+    ),
 }
+#: What an agent asked for a teachback writes instead of its role's files.
+_WRITE_TEACHBACK = (
+    "`teachback.json` in the workspace root, and nothing else yet: your teachback, one "
+    "JSON object as the section above describes (the work is asked for once it is approved)"
+)
 _IMPLEMENTERS = frozenset({Role.CODE_AUTHOR, Role.INTEGRATOR})
 #: Top-level workspace names ``files_dir`` may not provide: the agent's inputs and every
 #: role's outputs (a file there would be collected as the agent's work).
-_RESERVED = frozenset({PROMPT_FILE, INPUTS_DIR, CONTRACT_FILE, "src", "tests"})
+_RESERVED = frozenset(
+    {PROMPT_FILE, INPUTS_DIR, CONTRACT_FILE, "src", "tests", TEACHBACK_FILE, AUDIT_FILE}
+)
 _PLACEHOLDER = re.compile(r"\{(prompt_file|workspace|role|component)\}")
 #: Failure output of a command that may succeed later: the network, a provider's
 #: rate limit or outage. Anything else is the agent failing at the task.
@@ -214,12 +228,11 @@ class CommandAgent:
             raise PermanentAgentError(f"{message}{tail}")
         files = _drop_dependency_copies(result.files, request)
         if not files:
-            expected = OUTPUTS[request.role]
-            what = f"{expected}/" if expected != CONTRACT_FILE else expected
+            expected = _collected(request)
+            what = f"{expected}/" if not expected.endswith(".json") else expected
             raise PermanentAgentError(
                 f"the agent command {command!r} exited 0 but wrote no {what} in its workspace "
-                f"for {where}; the {request.role.value} must write "
-                f"{_WRITE[request.role].format(component=request.component_id)}"
+                f"for {where}; the {request.role.value} must write {_to_write(request)}"
                 f"{_tail(result, secrets)}"
             )
         return AgentOutput(files=files, usage=Usage(), model=self.model)
@@ -243,7 +256,7 @@ class CommandAgent:
             # Where a CLI agent that runs its code finds it and its dependencies.
             pythonpath=["src", f"{INPUTS_DIR}/deps_src/src"] if role in _IMPLEMENTERS else (),
             timeout_s=self.timeout_s,
-            collect=[OUTPUTS[role]],
+            collect=[_collected(request)],
             network=self.network,
         )
 
@@ -308,12 +321,20 @@ def prompt_text(request: AgentRequest) -> str:
     ]
     if role is not Role.CONTRACT_AUTHOR and "contract" in request.inputs:
         lines.append(f"- The component's contract is also at `{CONTRACT_FILE}`.")
-    lines.append(
-        f"- Write {_WRITE[role].format(component=request.component_id)}. "
-        "Nothing else you write is kept."
-    )
+    lines.append(f"- Write {_to_write(request)}. Nothing else you write is kept.")
     lines.append("- Exit with status 0 when the files are written, non-zero if you cannot.")
     return f"{prompt.system.rstrip()}\n\n{prompt.user.rstrip()}\n\n" + "\n".join(lines) + "\n"
+
+
+def _collected(request: AgentRequest) -> str:
+    """The one workspace path collected after the command: a teachback, or the role's."""
+    return TEACHBACK_FILE if request.teachback else OUTPUTS[_served_role(request)]
+
+
+def _to_write(request: AgentRequest) -> str:
+    if request.teachback:
+        return _WRITE_TEACHBACK
+    return _WRITE[_served_role(request)].format(component=request.component_id)
 
 
 def render_argv(template: Sequence[str], *, role: Role, component: str) -> list[str]:

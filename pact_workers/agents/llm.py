@@ -19,8 +19,8 @@ from pact_workers.agents.roles import (
     OutputSchemaError,
     Prompt,
     files_from_output,
-    output_schema,
     render_prompt,
+    request_schema,
 )
 from pact_workers.models.work import Role, Usage
 
@@ -65,7 +65,7 @@ class StructuredAgent:
 
     def produce(self, request: AgentRequest) -> AgentOutput:
         prompt = render_prompt(request)
-        schema = output_schema(request.role)
+        schema = request_schema(request)
         usage = Usage()
         correction: str | None = None
         for _ in range(1 + self.max_corrections):

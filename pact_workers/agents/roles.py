@@ -22,8 +22,10 @@ from pact_workers.agents.base import AgentRequest
 from pact_workers.agents.context import build_code_agent_context
 from pact_workers.artifacts import Bundle
 from pact_workers.errors import PermanentAgentError
+from pact_workers.models.audit import AUDIT_FILE, AuditVerdict
 from pact_workers.models.contract import ComponentContract
 from pact_workers.models.interview import InterviewerOutput
+from pact_workers.models.teachback import TEACHBACK_FILE, Teachback
 from pact_workers.models.testing import ContractTestSuite, TestCase
 from pact_workers.models.tree import DecompositionTree
 from pact_workers.models.work import Phase, Role
@@ -86,6 +88,8 @@ OUTPUT_MODELS: dict[Role, type[BaseModel]] = {
     Role.CODE_AUTHOR: ImplementationOutput,
     Role.INTEGRATOR: ImplementationOutput,
     Role.TRACE_ANALYST: TraceDiagnosis,
+    # Reviews a verified attempt before promotion (``gates: blocking``, score >= 7).
+    Role.AUDITOR: AuditVerdict,
     # The planning roles (``pact plan``): the interview, then the decomposition tree.
     Role.INTERVIEWER: InterviewerOutput,
     Role.DECOMPOSER: DecompositionTree,
@@ -105,6 +109,30 @@ class Prompt:
 
 def output_schema(role: Role) -> dict[str, Any]:
     return OUTPUT_MODELS[role].model_json_schema()
+
+
+def request_model(request: AgentRequest) -> type[BaseModel]:
+    """What ``request`` must be answered with: its role's output, or a teachback."""
+    return Teachback if request.teachback else OUTPUT_MODELS[request.role]
+
+
+def request_schema(request: AgentRequest) -> dict[str, Any]:
+    return request_model(request).model_json_schema()
+
+
+#: What a teachback request adds to the prompt (the gates' blocking teachback).
+TEACHBACK_SECTION = """## First, a teachback (do not do the work yet)
+Before any work on this component, restate your task as one JSON object (a Teachback):
+- `component_id`: this component's id;
+- `produces`: what you will produce (files, modules, what they export);
+- `functions`: the name of EVERY function of the contract you will implement;
+- `error_cases`: EVERY error case of every function, as `{"function": ..., "name": ...}`
+  with the names the contract gives;
+- `uses`: the other components of the tree your work will use (only its dependencies);
+- `assumptions`: what you assume that the contract does not say.
+It is checked mechanically against the contract: anything missing or outside the
+component's scope is sent back as corrections. The work itself is asked for once the
+teachback is approved."""
 
 
 def prompt_version(role: Role) -> str:
@@ -152,6 +180,11 @@ def render_prompt(request: AgentRequest, *, version: str | None = None) -> Promp
         sections.append(feedback_section(request))
     if request.role is Role.TRACE_ANALYST:
         sections.append("Diagnose why the last attempt failed; do not write the implementation.")
+    for path, data in sorted(request.inputs.get("output", {}).items()):
+        # The auditor's subject: the attempt the harness accepted.
+        sections.append(f"## Attempt under review: {path}\n```python\n{data.decode()}\n```")
+    if request.teachback:
+        sections.append(TEACHBACK_SECTION)
     return Prompt(system=system, user="\n\n".join(sections), version=version)
 
 
@@ -259,7 +292,7 @@ def files_from_output(request: AgentRequest, data: Any) -> Bundle:
     Raises:
         OutputSchemaError: naming what is wrong, in words a correction prompt can use.
     """
-    model = OUTPUT_MODELS[request.role]
+    model = request_model(request)
     try:
         answer = model.model_validate(data)
     except ValidationError as exc:
@@ -289,6 +322,15 @@ def files_from_output(request: AgentRequest, data: Any) -> Bundle:
         }
     if isinstance(answer, TraceDiagnosis):
         return {DIAGNOSIS_FILE: answer.model_dump_json(indent=2).encode()}
+    if isinstance(answer, Teachback):
+        if answer.component_id != request.component_id:
+            raise OutputSchemaError(
+                f"the teachback restates component {answer.component_id!r}, expected "
+                f"{request.component_id!r}"
+            )
+        return {TEACHBACK_FILE: answer.model_dump_json(indent=2).encode()}
+    if isinstance(answer, AuditVerdict):
+        return {AUDIT_FILE: answer.model_dump_json(indent=2).encode()}
     if isinstance(answer, InterviewerOutput):
         return {"interview.json": answer.model_dump_json(indent=2).encode()}
     if isinstance(answer, DecompositionTree):

@@ -15,6 +15,9 @@ workspace:
   be the ones its knowledge holds;
 - every other role is given the component's contract, which must be the one its
   knowledge holds (at ``interface.json`` and ``inputs/contract/interface.json``);
+- asked for a teachback first (the gates), it writes only ``teachback.json`` from its
+  knowledge (the one ``attempts/teachback-1`` holds until a rejection came back); the
+  auditor writes ``audit.json``;
 - a code author or integrator refuses to work when its workspace holds test files, and
   needs the source of every dependency its contract names under
   ``inputs/deps_src/src/``.
@@ -44,7 +47,10 @@ ROLES = {
     "test author": "test_author",
     "code author": "code_author",
     "integrator": "integrator",
+    "auditor": "auditor",
 }
+#: The heading of the section that asks for a teachback before the work (the gates).
+TEACHBACK_HEADING = "## First, a teachback"
 EVIDENCE_PREFIX = "# written by fake_coding_agent:"
 PROBE_TEST = "tests/network_probe_test.py"
 PROBE_SOURCE = '''"""Added by fake_coding_agent: contract tests must run without network."""
@@ -98,6 +104,17 @@ def answer(prompt_path: Path, knowledge: Path, *, probe: bool = False) -> list[s
         check_dependency_contracts(spec, knowledge)
         return write_tree(known / "interface.json", Path("interface.json"), role, component)
     contract = check_contract(known)
+    if TEACHBACK_HEADING in prompt:
+        # Restate first: the corrected teachback once one was sent back, else the one a
+        # replay script serves first (it may omit something), else the component's.
+        first = known / "attempts" / "teachback-1" / "teachback.json"
+        corrected = "teachback rejected" in prompt or not first.is_file()
+        source = known / "teachback.json" if corrected else first
+        shutil.copyfile(source, "teachback.json")
+        return ["teachback.json"]
+    if role == "auditor":
+        shutil.copyfile(known / "audit.json", "audit.json")
+        return ["audit.json"]
     if role == "test_author":
         written = write_tree(known / "tests", Path("tests"), role, component)
         if probe:

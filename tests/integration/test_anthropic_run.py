@@ -23,6 +23,7 @@ from scheduler.state import RunStatus
 from tests.integration.fleet import Fleet
 from tests.integration.test_docker_runs import ALL_ROLES
 from tests.standins.anthropic_server import AnthropicStandIn, ErrorReply, ToolAnswer
+from tests.standins.openai_server import TEACHBACK_HEADING, teachback_answer
 
 KEY = "sk-ant-standin-fleet-0123456789"
 MODEL = "claude-standin-oracle"
@@ -37,6 +38,7 @@ ROLES = {
     "You are the test author": "test_author",
     "You are the code author": "code_author",
     "You are the integrator": "integrator",
+    "You are the auditor": "auditor",
 }
 
 pytestmark = pytest.mark.slow
@@ -61,7 +63,11 @@ class Oracle:
             return ErrorReply(400, "invalid_request_error", "the oracle cannot tell the task")
         base = self.replay / cid
         data: Any
-        if role == "contract_author":
+        if TEACHBACK_HEADING in user:
+            data = teachback_answer(base, user)
+        elif role == "auditor":
+            data = json.loads((base / "audit.json").read_text())
+        elif role == "contract_author":
             data = json.loads((base / "interface.json").read_text())
         elif role == "test_author":
             data = {"test_code": (base / "tests/contract_test.py").read_text(), "test_cases": []}

@@ -42,7 +42,10 @@ ROLE_BY_PROMPT = {
     "You are the code author": "code_author",
     "You are the integrator": "integrator",
     "You are the trace analyst": "trace_analyst",
+    "You are the auditor": "auditor",
 }
+#: The section that asks for a teachback before the work (pact_workers.agents.roles).
+TEACHBACK_HEADING = "## First, a teachback"
 #: The heading of a retry's feedback section (pact_workers.agents.roles.feedback_section).
 RETRY_HEADING = "## Your previous attempt failed verification"
 #: A failing test as the feedback section lists it: ``- <test id>: <first line>``.
@@ -231,7 +234,11 @@ class OpenAIStandIn:
         cid = first_line.removeprefix("# Component ").strip()
         base = self.oracle_dir / cid
         answer: dict[str, Any]
-        if role == "contract_author":
+        if TEACHBACK_HEADING in user:
+            answer = teachback_answer(base, user)
+        elif role == "auditor":
+            answer = json.loads((base / "audit.json").read_text(encoding="utf-8"))
+        elif role == "contract_author":
             answer = json.loads((base / "interface.json").read_text(encoding="utf-8"))
         elif role == "test_author":
             test_code = (base / "tests" / "contract_test.py").read_text(encoding="utf-8")
@@ -269,6 +276,18 @@ class OpenAIStandIn:
         phases = (script.get("script") or {}).get(cid) or {}
         step = (phases.get("implement") or phases.get("integrate") or {}).get(1) or {}
         return self.oracle_dir / step["files"] if step.get("files") else None
+
+
+def teachback_answer(base: Path, user: str) -> dict[str, Any]:
+    """A teachback from a replay directory: the one ``attempts/teachback-1`` holds (it
+    may omit something) until a rejection came back in the prompt, then the
+    component's ``teachback.json``."""
+    first = base / "attempts" / "teachback-1" / "teachback.json"
+    source = first if first.is_file() and "teachback rejected" not in user else None
+    doc: dict[str, Any] = json.loads(
+        (source or base / "teachback.json").read_text(encoding="utf-8")
+    )
+    return doc
 
 
 class _Handler(BaseHTTPRequestHandler):
