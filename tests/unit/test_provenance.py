@@ -4,13 +4,18 @@ retrospectives."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from pact_workers.models.testing import TestResults
-from pact_workers.models.work import ErrorClass, Phase, Usage
+from pact_workers.agents.base import AgentRequest
+from pact_workers.agents.context import build_code_agent_context
+from pact_workers.agents.roles import render_prompt
+from pact_workers.models.contract import ComponentContract
+from pact_workers.models.testing import ContractTestSuite, TestResults
+from pact_workers.models.work import ErrorClass, Phase, Role, Usage
 from scheduler.events import ItemDispatched, ItemFailed, ItemSucceeded
 from scheduler.provenance import (
     ArtifactMetadata,
@@ -374,3 +379,41 @@ def test_prior_lessons_come_newest_first_without_duplicates(tmp_path: Path) -> N
     found = prior_lessons(project, "k")
     assert found == [*retro.lessons, "x"]
     assert prior_lessons(tmp_path / "nothing", "other") == []
+
+
+# -- lessons in the code author's context ---------------------------------------------
+
+
+def test_lessons_are_tier_two_of_the_code_author_context_naming_the_component_first() -> None:
+    contract = ComponentContract(component_id="lexer", name="Lexer", description="Tokens.")
+    suite = ContractTestSuite(component_id="lexer")
+    lessons = [
+        "parser/implement: 2 rejected attempt(s) failed test_nesting (depth).",
+        "lexer/implement: 1 rejected attempt(s) failed test_unicode (UnicodeError).",
+    ]
+    text = build_code_agent_context(contract, suite, lessons=lessons)
+    section = text.split("## Lessons from earlier runs\n", 1)[1].splitlines()
+    assert section == [f"- {lessons[1]}", f"- {lessons[0]}"]
+    assert "## Lessons" not in build_code_agent_context(contract, suite)
+    # At a tiny budget tier 1 stays whole and the lessons go.
+    small = build_code_agent_context(contract, suite, max_tokens=10, lessons=lessons)
+    assert "## Contract (interface.json)" in small and "Lessons" not in small
+
+
+def test_the_code_author_prompt_shows_the_lessons_input() -> None:
+    contract = ComponentContract(component_id="lexer", name="Lexer", description="Tokens.")
+    request = AgentRequest(
+        run_id="r",
+        component_id="lexer",
+        phase=Phase.IMPLEMENT,
+        role=Role.CODE_AUTHOR,
+        attempt=1,
+        inputs={
+            "contract": {"interface.json": contract.model_dump_json().encode()},
+            "lessons": {"lessons.json": json.dumps(["lexer/implement: failed test_a."]).encode()},
+        },
+    )
+    assert "- lexer/implement: failed test_a." in render_prompt(request).user
+    broken = {**request.inputs, "lessons": {"lessons.json": b"not json"}}
+    prompt = render_prompt(replace(request, inputs=broken)).user
+    assert "Lessons from earlier runs" not in prompt
