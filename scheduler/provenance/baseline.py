@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +52,10 @@ class ArtifactBaseline(BaseModel):
     test_results: TestResults | None = None
     #: The contract's ``version`` when captured (a bump explains implementation changes).
     contract_version: int = 1
+    #: (size, mtime_ns) of every file hashed, as captured (``interface.json``,
+    #: ``tests/<file>``, ``src/<file>``): when none changed, nothing is read again. Empty
+    #: for a baseline made from the store, which is then always compared by hash.
+    stats: dict[str, tuple[int, int]] = Field(default_factory=dict)
 
 
 class DriftFinding(BaseModel):
@@ -115,6 +120,39 @@ def hash_tree(root: Path) -> str:
     )
 
 
+def _stat_tree(root: str, prefix: str, out: dict[str, tuple[int, int]]) -> None:
+    """(size, mtime_ns) of the files :func:`hash_tree` reads, by ``prefix`` + name."""
+    stack = [(root, prefix)]
+    while stack:
+        path, at = stack.pop()
+        try:
+            entries = os.scandir(path)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                if entry.is_dir():
+                    if entry.name != "__pycache__":
+                        stack.append((entry.path, f"{at}{entry.name}/"))
+                elif entry.is_file() and not entry.name.endswith(".pyc"):
+                    info = entry.stat()
+                    out[at + entry.name] = (info.st_size, info.st_mtime_ns)
+
+
+def file_stats(project_dir: Path, component_id: str) -> dict[str, tuple[int, int]]:
+    """The stat signature of a component's verified files (see ``ArtifactBaseline``)."""
+    interface, tests, src = _paths(project_dir, component_id)
+    out: dict[str, tuple[int, int]] = {}
+    try:
+        info = os.stat(interface)
+        out["interface.json"] = (info.st_size, info.st_mtime_ns)
+    except OSError:
+        pass
+    _stat_tree(str(tests), "tests/", out)
+    _stat_tree(str(src), "src/", out)
+    return out
+
+
 def contract_version(interface: Path) -> int:
     """The ``version`` the contract declares (1 when missing or unreadable)."""
     try:
@@ -145,6 +183,7 @@ def capture_baseline(component_id: str, project_dir: Path) -> ArtifactBaseline:
             f"{component_id}: the contract tests did not all pass ({results.summary()}); "
             "no baseline captured"
         )
+    stats = file_stats(project_dir, component_id)
     return ArtifactBaseline(
         component_id=component_id,
         contract_hash=hash_file(interface),
@@ -153,6 +192,7 @@ def capture_baseline(component_id: str, project_dir: Path) -> ArtifactBaseline:
         captured_at=datetime.now(UTC).isoformat(timespec="seconds"),
         test_results=results,
         contract_version=contract_version(interface),
+        stats=stats,
     )
 
 
@@ -192,8 +232,10 @@ def baseline_from_verified(
 
 
 def write_baseline(project_dir: Path, baseline: ArtifactBaseline) -> None:
+    """Write ``baseline`` whole or not at all. Not fsynced: a baseline lost with the
+    machine is re-made from the log and the store on resume or rebuild."""
     data = baseline.model_dump_json(indent=2).encode() + b"\n"
-    atomic_write(baseline_path(project_dir, baseline.component_id), data)
+    atomic_write(baseline_path(project_dir, baseline.component_id), data, fsync=False)
 
 
 def read_baseline(project_dir: Path, component_id: str) -> ArtifactBaseline | None:
@@ -221,6 +263,8 @@ def read_baselines(project_dir: Path) -> dict[str, ArtifactBaseline]:
 def check_drift(baseline: ArtifactBaseline, project_dir: Path) -> list[DriftFinding]:
     """How the component's files differ from ``baseline``, each with its severity."""
     cid = baseline.component_id
+    if baseline.stats and file_stats(project_dir, cid) == baseline.stats:
+        return []  # not one file touched since it was verified: nothing to hash
     interface, tests, src = _paths(project_dir, cid)
     found: list[DriftFinding] = []
 

@@ -71,9 +71,13 @@ def sidecar_path(artifact_path: Path) -> Path:
 
 
 def write_artifact_metadata(artifact_path: Path, metadata: ArtifactMetadata) -> None:
-    """Write the sidecar of ``artifact_path`` atomically (whole or absent, never partial)."""
+    """Write the sidecar of ``artifact_path`` atomically (whole or absent, never partial).
+
+    Not fsynced: a sidecar lost with the machine is re-made from the log on resume or
+    rebuild, and the run's own durability (one sync per commit) is not slowed by it.
+    """
     data = metadata.model_dump_json(indent=2).encode() + b"\n"
-    atomic_write(sidecar_path(artifact_path), data)
+    atomic_write(sidecar_path(artifact_path), data, fsync=False)
 
 
 def read_artifact_metadata(artifact_path: Path) -> ArtifactMetadata | None:
