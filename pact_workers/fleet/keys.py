@@ -69,6 +69,10 @@ Ours (prefix ``pact:``)::
         items per role, runs driven, role caps, host, pid, Redis time of its last
         loop. Read and written, with ``pact:runs:in_flight``, in one script per loop:
         the global in-flight caps per role and the share of new runs each takes.
+    pact:cancel:<run>                   string  1 day           pact cancel -> the run's owner
+        A cancel request for a fleet run (JSON: who, why, which items), taken (GETDEL)
+        by the scheduler driving the run at its next turn, which logs ``run_cancelled``
+        and revokes the fenced attempts' tasks. See ``scheduler.lifecycle.cancel``.
     pact:submissions                    stream  no TTL, MAXLEN ~10 000
                                                                 submit -> scheduler services
         Submitted trees waiting for a service; consumer group ``service``, one consumer
@@ -184,6 +188,15 @@ def lease(run_id: str, component_id: str, phase: str, attempt: int) -> str:
 def done(run_id: str, component_id: str, phase: str, attempt: int) -> str:
     """Set once by the worker that published the result of one attempt."""
     return f"pact:done:{_item(run_id, component_id, phase)}:{attempt:d}"
+
+
+#: How long a cancel request waits for the scheduler driving its run.
+CANCEL_TTL_S = 24 * 3600
+
+
+def cancel_request(run_id: str) -> str:
+    """A ``pact cancel`` request for a fleet run, taken by the run's owner."""
+    return f"pact:cancel:{run_id}"
 
 
 def worker(worker_id: str) -> str:

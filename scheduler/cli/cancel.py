@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from scheduler.cli.app import EXIT_OK, app, print_json, say, user_errors
-from scheduler.lifecycle.cancel import cancel_run
+from scheduler.lifecycle.cancel import cancel_fleet_run, cancel_run
 
 
 def _default_user() -> str:
@@ -22,7 +22,11 @@ def _default_user() -> str:
 @app.command()
 def cancel(
     project: Annotated[
-        Path, typer.Argument(help="Project directory of the run", envvar="PACT_PROJECT")
+        str,
+        typer.Argument(
+            help="Project directory of the run (with --broker: the run's id)",
+            envvar="PACT_PROJECT",
+        ),
     ],
     items: Annotated[
         list[str] | None,
@@ -42,16 +46,44 @@ def cancel(
             help="How long to wait for the process driving the run to apply it",
         ),
     ] = 30.0,
+    broker: Annotated[
+        str | None,
+        typer.Option(
+            envvar="PACT_BROKER_URL",
+            help="redis:// URL of the fleet: cancel the fleet run whose id is given",
+        ),
+    ] = None,
     json_output: Annotated[
         bool, typer.Option("--json", envvar="PACT_JSON", help="Print JSON")
     ] = False,
 ) -> None:
     """Cancel a run (every unfinished item) or the named items: their attempts are fenced
     (a late result is dropped); `pact resume` carries the run on."""
+    who = by or _default_user()
+    if broker is not None:
+        with user_errors():
+            outcome = cancel_fleet_run(
+                broker_url=broker,
+                run_id=project,
+                by=who,
+                reason=reason,
+                items=items or (),
+                wait_s=wait_s,
+            )
+        if json_output:
+            print_json({"outcome": outcome, "run_id": project, "by": who})
+        elif outcome == "cancelled":
+            say(f"cancelled by {who}: the scheduler driving run {project} took the request")
+        else:
+            say(
+                f"requested: run {project} is cancelled when its scheduler takes it",
+                label="warning",
+            )
+        raise typer.Exit(EXIT_OK)
     with user_errors():
         outcome, event = cancel_run(
-            project_dir=project,
-            by=by or _default_user(),
+            project_dir=Path(project),
+            by=who,
             reason=reason,
             items=items or (),
             wait_s=wait_s,

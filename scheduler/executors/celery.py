@@ -21,7 +21,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery
 
@@ -31,6 +31,9 @@ from pact_workers.fleet.connection import check_redis_url, redis_from_url
 from pact_workers.fleet.leases import QUEUED, RUNNING, SENT, Leases
 from pact_workers.fleet.results import ResultStreams
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
+
+if TYPE_CHECKING:
+    from scheduler.lifecycle.cancel import CancelRequest
 
 log = logging.getLogger(__name__)
 
@@ -289,6 +292,20 @@ class CeleryExecutor:
     def close(self) -> None:
         if self.owns_fleet:
             self.fleet.close()
+
+    def cancel_request(self) -> CancelRequest | None:
+        """A ``pact cancel --broker`` request left for this run, taken as it is read."""
+        from scheduler.lifecycle.cancel import parse_request
+
+        raw = self.fleet.client.getdel(keys.cancel_request(self.run_id))
+        return parse_request(raw) if isinstance(raw, bytes) else None
+
+    def revoke(self, attempts: list[tuple[str, Phase, int]]) -> None:
+        """Revoke the tasks of fenced attempts: a worker that has not started one skips
+        it (one that has finishes, and its result is dropped by the fencing)."""
+        ids = [task_id_of((self.run_id, c, p, a)) for c, p, a in attempts]
+        if ids:
+            self.fleet.celery.control.revoke(ids)
 
 
 def task_id(task: TaskMessage) -> str:

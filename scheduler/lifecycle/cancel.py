@@ -103,10 +103,15 @@ def take_cancel_request(project: ProjectDir) -> CancelRequest | None:
     except FileNotFoundError:
         return None
     path.unlink(missing_ok=True)
+    return parse_request(raw, where=str(path))
+
+
+def parse_request(raw: bytes, *, where: str = "cancel request") -> CancelRequest | None:
+    """A request as stored (file or Redis); None, logged, when it is not one."""
     try:
         return CancelRequest.model_validate_json(raw)
     except ValidationError as exc:
-        log.warning("%s: ignored, not a cancel request: %s", path, exc)
+        log.warning("%s: ignored, not a cancel request: %s", where, exc)
         return None
 
 
@@ -159,3 +164,57 @@ def cancel_run(
                 return "cancelled", logged_event
         time.sleep(0.1)
     return "requested", event
+
+
+def cancel_fleet_run(
+    *,
+    broker_url: str,
+    run_id: str,
+    by: str,
+    reason: str = "",
+    items: Sequence[str] = (),
+    wait_s: float = 30.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> str:
+    """``pact cancel --broker URL RUN_ID``: leave the request in Redis for the scheduler
+    driving the run; "cancelled" once it took it within ``wait_s``, else "requested".
+
+    Raises:
+        InputError: a bad name or URL, or no such run on this fleet.
+        BrokerUnavailable: Redis cannot be reached.
+    """
+    import redis
+
+    from pact_workers.errors import BrokerUnavailable
+    from pact_workers.fleet import keys
+    from pact_workers.fleet.connection import check_redis_url, redact, redis_from_url
+
+    try:
+        request = CancelRequest(by=by, reason=reason, items=list(items))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(f"pact cancel: --{first['loc'][0]}: {first['msg']}") from None
+    for name in request.items:
+        cid, _, phase = name.partition("/")
+        if not cid or (phase and phase not in {p.value for p in Phase}):
+            raise InputError(
+                f"cancel {name!r}: name an item as COMPONENT or COMPONENT/PHASE "
+                "(contract, test, implement or integrate)"
+            )
+    client = redis_from_url(check_redis_url(broker_url))
+    try:
+        known = client.hexists(keys.RUNS, run_id) or client.exists(keys.run_results(run_id))
+        if not known:
+            raise InputError(f"no run {run_id!r} on the fleet at {redact(broker_url)}")
+        key = keys.cancel_request(run_id)
+        client.set(key, request.model_dump_json(), ex=keys.CANCEL_TTL_S)
+        deadline = clock() + wait_s
+        while clock() < deadline:
+            if not client.exists(key):
+                return "cancelled"
+            time.sleep(0.1)
+        return "requested"
+    except redis.RedisError as exc:
+        raise BrokerUnavailable(f"{redact(broker_url)}: {exc}") from exc
+    finally:
+        client.close()

@@ -75,6 +75,7 @@ def test_every_key_is_documented_in_the_keys_module() -> None:
         "pact:runs:fence",
         "pact:schedulers",
         "pact:runs:in_flight",
+        "pact:cancel:<run>",
         "pact.<role>",
         "unacked_index",
         "_kombu.binding.",
