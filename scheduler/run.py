@@ -191,6 +191,7 @@ class RunController(ResultHandling, GateHandling, CancelHandling):
         detection; commit again, and a snapshot now and then."""
         self.commit()
         self.take_cancel()  # pact cancel (scheduler.lifecycle.cancelling)
+        self._take_reviews()  # pact approve/reject --broker (scheduler.gates.fleet)
         self._renew_leases()
         self._expire_leases()
         self._reclaim_lost()

@@ -73,6 +73,14 @@ Ours (prefix ``pact:``)::
         A cancel request for a fleet run (JSON: who, why, which items), taken (GETDEL)
         by the scheduler driving the run at its next turn, which logs ``run_cancelled``
         and revokes the fenced attempts' tasks. See ``scheduler.lifecycle.cancel``.
+    pact:review:<run>                   list    1 day           pact approve, reject -> run's owner
+        Human review decisions for a fleet run that a scheduler drives (JSON each: the
+        item, approved or not, who, the note), RPUSHed by ``pact approve`` / ``pact
+        reject --broker`` and taken (LRANGE + DEL in one transaction) by the scheduler
+        driving the run at its next turn, which logs ``review_decided`` for each item
+        still awaiting review. A run nobody drives gets the decision in its log and is
+        marked active again in ``pact:runs`` for a service to adopt. See
+        ``scheduler.gates.fleet``.
     pact:submissions                    stream  no TTL, MAXLEN ~10 000
                                                                 submit -> scheduler services
         Submitted trees waiting for a service; consumer group ``service``, one consumer
@@ -197,6 +205,15 @@ CANCEL_TTL_S = 24 * 3600
 def cancel_request(run_id: str) -> str:
     """A ``pact cancel`` request for a fleet run, taken by the run's owner."""
     return f"pact:cancel:{run_id}"
+
+
+#: How long a review decision waits for the scheduler driving its run.
+REVIEW_TTL_S = 24 * 3600
+
+
+def review_requests(run_id: str) -> str:
+    """Human review decisions for a fleet run, taken by the run's owner."""
+    return f"pact:review:{run_id}"
 
 
 def worker(worker_id: str) -> str:

@@ -11,6 +11,7 @@ from scheduler import commands
 from scheduler.cli.app import EXIT_OK, app, out, print_json, say, user_errors
 from scheduler.cli.interrupt import interruptible
 from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
+from scheduler.gates.fleet import ReviewRequest, hand_back
 from scheduler.gates.review import decide_review, pending_reviews
 
 ProjectArg = Annotated[
@@ -27,10 +28,19 @@ SandboxOption = Annotated[
     str, typer.Option(envvar="PACT_SANDBOX", help="Where the run goes on: local or docker")
 ]
 ExecutorOption = Annotated[
-    str, typer.Option(envvar="PACT_EXECUTOR", help="local (in-process) or celery (the fleet)")
+    str,
+    typer.Option(
+        envvar="PACT_EXECUTOR",
+        help="How this command carries the run on: local (in-process) or celery (the "
+        "fleet); a scheduler service's run is handed back to the services instead",
+    ),
 ]
 BrokerOption = Annotated[
-    str | None, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
+    str | None,
+    typer.Option(
+        envvar="PACT_BROKER_URL",
+        help="redis:// URL of the fleet: a run a scheduler drives gets the decision there",
+    ),
 ]
 
 
@@ -74,10 +84,28 @@ def _decide(
     executor: str,
     broker: str | None,
 ) -> None:
-    with user_errors():
-        event = decide_review(project_dir=project, item=item, approved=approved, note=note, by=by)
     verb = "approved" if approved else "rejected"
-    say(f"{event.component_id}/{event.phase.value} {verb} by {event.by}; the run goes on")
+    with user_errors():
+        decided = decide_review(
+            project_dir=project,
+            item=item,
+            approved=approved,
+            note=note,
+            by=by,
+            broker_url=broker,
+        )
+        if isinstance(decided, ReviewRequest):
+            say(
+                f"{decided.item} {verb} by {decided.by}: sent to the scheduler that drives "
+                "the run, which applies it at its next turn"
+            )
+            raise typer.Exit(EXIT_OK)
+        what = f"{decided.component_id}/{decided.phase.value} {verb} by {decided.by}"
+        run_id = hand_back(project, broker) if broker is not None else None
+        if run_id is not None:
+            say(f"{what}; run {run_id} is handed back to the scheduler services")
+            raise typer.Exit(EXIT_OK)
+    say(f"{what}; the run goes on")
     with user_errors(), interruptible(project) as stop, progress_display() as progress:
         state, _ = commands.resume_run(
             project_dir=project,

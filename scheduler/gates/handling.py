@@ -26,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import PactError
@@ -34,6 +35,7 @@ from pact_workers.models.contract import ComponentContract
 from pact_workers.models.teachback import parse_teachback
 from pact_workers.models.work import ErrorClass, ItemStatus, Phase, ResultMessage, Usage
 from scheduler.events import Event, ItemFailed, RunPaused
+from scheduler.executors.base import Executor
 from scheduler.gates.dimensions import GateRecord
 from scheduler.gates.events import (
     AUDIT_REJECTED,
@@ -44,6 +46,7 @@ from scheduler.gates.events import (
     TeachbackReviewed,
     TeachbackSubmitted,
 )
+from scheduler.gates.fleet import decision_events, take_review_requests
 from scheduler.gates.keeper import GATED_PHASES, GateKeeper
 from scheduler.gates.reviewers import Verdict
 from scheduler.gates.settings import ReviewMode
@@ -81,6 +84,9 @@ class GateHandling:
 
     #: Applies a verified result (``ResultHandling._succeed``).
     _succeed: Callable[[ResultMessage], None]
+    _promote: Callable[[str, Phase], None]
+    _after_commit: Callable[[Callable[[], None]], None]
+    executor: Executor
 
     # -- dispatch -----------------------------------------------------------------
 
@@ -290,6 +296,19 @@ class GateHandling:
             )
         )
         return True
+
+    def _take_reviews(self) -> None:
+        """Apply the decisions ``pact approve`` / ``reject --broker`` left in Redis for
+        this run (only a fleet run has any, and only while items await review)."""
+        if not awaiting_review(self.state):
+            return
+        client = getattr(getattr(self.executor, "fleet", None), "client", None)
+        if client is None:
+            return
+        for event in decision_events(self.state, take_review_requests(client, self.state.run_id)):
+            self._log(event)
+            if event.approved:
+                self._after_commit(partial(self._promote, event.component_id, event.phase))
 
     def _pause_for_review(self) -> bool:
         """When the run would end with items awaiting review, pause it instead."""

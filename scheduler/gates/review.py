@@ -11,7 +11,10 @@ Rules:
   rejection needs a note, which the next attempt receives as feedback; nothing is
   written when the input is bad;
 - the run then goes on (``pact approve`` / ``reject`` resume it): an approved item is
-  promoted as any verified item is, a rejected one dispatched again.
+  promoted as any verified item is, a rejected one dispatched again;
+- on the fleet (``--broker``) a run a scheduler drives gets the decision through Redis
+  and a run nobody drives is handed back to the scheduler services
+  (:mod:`scheduler.gates.fleet`).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pact_workers.errors import InputError
 from pact_workers.models.work import ItemStatus, Phase
-from scheduler.audit import AuditLog
+from scheduler.audit import AuditLog, is_driven
 from scheduler.commands.rundir import check_run_dir
 from scheduler.gates.events import ReviewDecided
+from scheduler.gates.fleet import ReviewRequest, fleet_client, send_review_request
 from scheduler.gates.reviewers import Verdict
 from scheduler.launch import load_state
 from scheduler.project import ProjectDir
@@ -135,13 +139,23 @@ def find_item(state: RunState, given: str) -> ItemState:
 
 
 def decide_review(
-    *, project_dir: Path, item: str, approved: bool, note: str, by: str | None = None
-) -> ReviewDecided:
-    """Log a human's decision on an item awaiting review; returns the event logged.
+    *,
+    project_dir: Path,
+    item: str,
+    approved: bool,
+    note: str,
+    by: str | None = None,
+    broker_url: str | None = None,
+) -> ReviewDecided | ReviewRequest:
+    """Log a human's decision on an item awaiting review and return the event logged;
+    with ``broker_url``, for a run a scheduler drives, send it there instead and return
+    the request sent.
 
     Raises:
         InputError: the run or item is not there, the item does not await review, a
-            rejection without a note, or another process drives the run.
+            rejection without a note, or another process drives the run (and no
+            ``broker_url`` says where to send the decision).
+        BrokerUnavailable: Redis cannot be reached.
     """
     note = note.strip()
     if not approved and not note:
@@ -151,6 +165,23 @@ def decide_review(
     who = reviewer_name(by)
     project = ProjectDir(project_dir)
     check_run_dir(project)
+    if is_driven(project.audit_path):
+        if broker_url is None:
+            raise InputError(
+                f"{project_dir}: a pact process drives this run; decide once it pauses for "
+                "review, or pass --broker URL when a scheduler service drives it"
+            )
+        state, _ = load_state(project)
+        target = find_item(state, item)
+        request = ReviewRequest(
+            item=f"{target.component_id}/{target.phase.value}",
+            approved=approved,
+            by=who,
+            note=note,
+        )
+        with fleet_client(broker_url) as client:
+            send_review_request(client, state.run_id, request)
+        return request
     with AuditLog(project.audit_path) as audit:
         # Read under the lock: nobody can decide the same item in between.
         state, _ = load_state(project)

@@ -1,0 +1,132 @@
+"""Human review on the fleet: a run the scheduler service drives with ``review: gated``
+pauses with ast_nodes awaiting review, and ``pact approve`` / ``pact reject --broker``
+hand it back to the services, which carry it on. A real redis-server, a real
+``pact scheduler`` process and real Celery worker processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from pact_workers.fleet import keys
+from scheduler.audit import read_events
+from scheduler.events import ItemDispatched
+from scheduler.gates.events import ReviewDecided, ReviewRequested
+from scheduler.gates.fleet import (
+    ReviewRequest,
+    decision_events,
+    send_review_request,
+    take_review_requests,
+)
+from scheduler.launch import load_state
+from scheduler.project import ProjectDir
+from tests.integration.fleet import Fleet, pact_argv
+from tests.integration.test_service import ALL_ROLES, queued_ids, runs, submit
+
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
+
+GATED = "ast_nodes/implement"
+ROLES = [*ALL_ROLES, "auditor"]
+
+
+def wait_for_state(
+    broker: str, run_id: str, wanted: str, fleet: Fleet, timeout_s: float = 240
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        entry = next((e for e in runs(broker) if e["run_id"] == run_id), None)
+        if entry is not None and entry["state"] == wanted:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id} never {wanted}: {runs(broker)}\n{fleet.logs()}")
+
+
+def pact(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(pact_argv(*args), capture_output=True, text=True, timeout=120)
+
+
+def test_review_gated_on_the_fleet_pauses_and_approve_and_reject_hand_the_run_back(
+    redis_url: str, example: Path, tmp_path: Path
+) -> None:
+    runs_dir = tmp_path / "runs"
+    res = submit(redis_url, [example / "tree.json"], example)
+    assert res.returncode == 0, res.stderr
+    (run_id,) = queued_ids(res.stdout)
+    # The run's pact.yaml, there before a service creates the run.
+    run_dir = runs_dir / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "pact.yaml").write_text("review: gated\n")
+    with Fleet(redis_url, tmp_path / "logs") as fleet:
+        fleet.worker("w", roles=ROLES, concurrency=4)
+        fleet.pact("scheduler", "--broker", redis_url, "--runs-dir", str(runs_dir), name="service")
+        wait_for_state(redis_url, run_id, "paused", fleet)
+        state, _ = load_state(ProjectDir(run_dir))
+        assert state.item("ast_nodes", "implement").status.value == "awaiting_review"
+        shown = pact("status", str(run_dir), "--json")
+        assert json.loads(shown.stdout)["gates"]["awaiting_review"] == [GATED]
+
+        note = "format_node must not add spaces inside parentheses"
+        done = pact(
+            "reject", str(run_dir), GATED, "--note", note, "--by", "carol", "--broker", redis_url
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "handed back to the scheduler services" in done.stdout
+        # A service adopts it; the new attempt waits for review again.
+        wait_for_state(redis_url, run_id, "paused", fleet)
+        events = read_events(ProjectDir(run_dir).audit_path)[0]
+        attempts = [
+            e
+            for e in events
+            if isinstance(e, ItemDispatched)
+            and (e.component_id, e.phase.value) == ("ast_nodes", "implement")
+        ]
+        assert [e.attempt for e in attempts] == [1, 2]
+        assert any(note in f.summary for f in attempts[1].feedback)
+
+        done = pact("approve", str(run_dir), "ast_nodes", "--by", "dave", "--broker", redis_url)
+        assert done.returncode == 0, done.stdout + done.stderr
+        wait_for_state(redis_url, run_id, "completed", fleet)
+    events = read_events(ProjectDir(run_dir).audit_path)[0]
+    decided = [(e.approved, e.by) for e in events if isinstance(e, ReviewDecided)]
+    assert decided == [(False, "carol"), (True, "dave")]
+    assert [e.attempt for e in events if isinstance(e, ReviewRequested)] == [1, 2]
+    assert (run_dir / ".pact" / "implementations" / "ast_nodes" / "src" / "ast_nodes.py").is_file()
+
+
+def test_review_requests_through_redis_are_taken_once_and_only_for_waiting_items(
+    redis_url: str, tmp_path: Path, example: Path
+) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pact.yaml").write_text("review: gated\n")
+    done = pact(
+        "run",
+        str(example / "tree.json"),
+        "--project",
+        str(project),
+        "--replay-dir",
+        str(example / "replay"),
+    )
+    assert done.returncode == 3, done.stderr
+    state, _ = load_state(ProjectDir(project))
+    client = redis.Redis.from_url(redis_url)
+    try:
+        send_review_request(client, state.run_id, ReviewRequest(item=GATED, approved=True, by="e"))
+        send_review_request(
+            client, state.run_id, ReviewRequest(item="lexer/implement", approved=True, by="e")
+        )
+        assert client.ttl(keys.review_requests(state.run_id)) > 0
+        taken = take_review_requests(client, state.run_id)
+        assert [r.item for r in taken] == [GATED, "lexer/implement"]
+        assert take_review_requests(client, state.run_id) == []
+    finally:
+        client.close()
+    events = decision_events(state, taken)
+    assert [(e.component_id, e.phase.value, e.approved, e.by) for e in events] == [
+        ("ast_nodes", "implement", True, "e")
+    ]
