@@ -50,7 +50,6 @@ DEFAULT_ROLE_TIMEOUTS_S: dict[str, int] = {
     "code_author": 300,
     "integrator": 300,
     "trace_analyst": 180,
-    "auditor": 300,
 }
 
 
