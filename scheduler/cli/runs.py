@@ -25,6 +25,7 @@ from scheduler.cli.views import (
 from scheduler.commands.agents import NOOP_NOTE
 from scheduler.commands.provenance import provenance_report
 from scheduler.gates.report import gates_report
+from scheduler.pactimport.report import import_json
 from scheduler.project import ProjectDir
 from scheduler.regression.report import regressions_report
 from scheduler.report import poisoned_items, summary_rows
@@ -153,6 +154,7 @@ def status(
                     cid: check.model_dump(mode="json") for cid, check in state.validation.items()
                 },
                 "cache": cache_report(state).to_json(),
+                "imported": import_json(state, project),
                 "gates": gates_report(state),
                 "regressions": regressions_report(state),
                 "provenance": provenance.to_json(),

@@ -27,6 +27,7 @@ from scheduler.events import Event, ItemDispatched, ItemFailed
 from scheduler.gates.handling import awaiting_review
 from scheduler.gates.report import gate_lines
 from scheduler.gates.review import EXIT_AWAITING_REVIEW
+from scheduler.pactimport.report import import_report
 from scheduler.project import ProjectDir
 from scheduler.regression.report import regression_lines
 from scheduler.report import poisoned_items, summary_rows
@@ -204,6 +205,9 @@ def print_summary(state: RunState, project_dir: Path, *, driven: bool | None = N
         f"total: {format_usd(usage.cost_usd)}, {usage.input_tokens + usage.output_tokens} "
         f"tokens; audit log: {project_dir / '.pact' / 'audit.jsonl'}"
     )
+    imported = import_report(state, project_dir / ".pact")
+    if imported is not None:
+        say(imported.line(), label="imported")
     if cached:
         say(
             f"{cache.hits} items served from the action cache ({cache.mode.value}): "

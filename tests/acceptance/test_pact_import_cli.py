@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -115,6 +116,13 @@ def test_importing_a_pact_layout_reverifies_its_artifacts_and_reauthors_the_fail
     promoted = project / ".pact" / "implementations" / FAILING / "src" / "evaluator.py"
     served = example / "replay" / FAILING / "src" / "evaluator.py"
     assert promoted.read_bytes() == served.read_bytes()
+    # pact status says where the re-used artifacts came from, and what was authored again.
+    res = pact("status", str(project), "--json")
+    imported = json.loads(res.stdout)["imported"]
+    assert imported["from"] == str((pact_root / ".pact").resolve())
+    assert len(imported["reused"]) == 29 and imported["rejected"] == [f"{FAILING}/implement"]
+    res = pact("status", str(project))
+    assert "imported: 29 of 30 artifacts" in res.stdout
     assert files_of(pact_root) == before
 
 
