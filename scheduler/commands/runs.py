@@ -127,6 +127,7 @@ def prepare_run(
     project = ProjectDir(project_dir)
     check_new_project_dir(project)
     settings = load_settings(project.settings_path)
+    settings.gates.check_components(tree.nodes, str(project.settings_path))
     name = agent_name or default_agent(settings) or "replay"
     sandbox = make_sandbox(sandbox_name)
     agent, options = make_agent(name, replay_dir=replay_dir, settings=settings, sandbox=sandbox)

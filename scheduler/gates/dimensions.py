@@ -10,7 +10,8 @@ Rules (each dimension an int in [1, 4]; see :mod:`scheduler.gates.scorer`):
   plus 2 when one writes files or calls the network, plus 1 from 4 transitive
   dependents on and 2 from 8 on (capped at 4);
 - uncertainty: 1 plus the contract-quality and validation findings of the
-  component's latest contract check (capped at 4);
+  component's latest contract check, plus 1 when the run's interview holds answers
+  filled in with a confidence below :data:`LOW_CONFIDENCE` (capped at 4);
 - novelty: 1 when a verified baseline (``.pact/baselines/<id>.json``) or an earlier
   retrospective (``.pact/retrospectives/*.json``) names the component, else 2.
 
@@ -28,6 +29,9 @@ from scheduler.gates.settings import DimensionOverride, GateMode
 
 #: Transitive dependents counted at most (the risk buckets stop at 8).
 DEPENDENTS_CAP = 8
+#: An interview answer below this confidence (an assumption matched loosely) makes
+#: every component of the run less certain.
+LOW_CONFIDENCE = 0.7
 _STATEFUL = {SideEffectKind.MUTATES_STATE, SideEffectKind.READS_FILE}
 _OUTWARD = {SideEffectKind.WRITES_FILE, SideEffectKind.NETWORK_CALL}
 
@@ -74,6 +78,8 @@ class ComponentFacts(BaseModel):
     children: int = 0
     dependents: int = 0
     findings: int = 0
+    #: Interview answers of the run below :data:`LOW_CONFIDENCE`.
+    low_confidence_answers: int = 0
     baseline: bool = False
 
 
@@ -111,8 +117,11 @@ def compute_dimensions(facts: ComponentFacts) -> tuple[Dimensions, dict[str, str
     reasons["risk"] = (
         f"side effects: {', '.join(shown)}; {facts.dependents}{more} transitive dependents"
     )
-    uncertainty = min(4, 1 + facts.findings)
-    reasons["uncertainty"] = f"{facts.findings} contract findings"
+    unsure = 1 if facts.low_confidence_answers else 0
+    uncertainty = min(4, 1 + facts.findings + unsure)
+    reasons["uncertainty"] = f"{facts.findings} contract findings" + (
+        f", {facts.low_confidence_answers} low-confidence interview answers" if unsure else ""
+    )
     novelty = 1 if facts.baseline else 2
     reasons["novelty"] = (
         "a verified baseline or retrospective exists"

@@ -29,7 +29,13 @@ from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import PactError
 from pact_workers.models.contract import ComponentContract
 from pact_workers.models.work import ItemStatus, Phase
-from scheduler.gates.dimensions import DEPENDENTS_CAP, ComponentFacts, GateRecord, gate_record
+from scheduler.gates.dimensions import (
+    DEPENDENTS_CAP,
+    LOW_CONFIDENCE,
+    ComponentFacts,
+    GateRecord,
+    gate_record,
+)
 from scheduler.gates.events import GateWouldHaveBlocked, Stage
 from scheduler.gates.settings import GateMode, GatesSettings
 from scheduler.state import RunState
@@ -139,6 +145,9 @@ class GateKeeper:
             children=len(node.children),
             dependents=_count_dependents(dependents, component_id),
             findings=len(check.findings) if check is not None else 0,
+            low_confidence_answers=sum(
+                1 for a in state.interview_answers if a.confidence < LOW_CONFIDENCE
+            ),
             baseline=self._baseline(component_id),
         )
 

@@ -10,10 +10,13 @@ dispatch of the component.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from pact_workers.errors import SettingsError
 
 
 class GateMode(StrEnum):
@@ -54,6 +57,19 @@ class GatesSettings(BaseModel):
     components: dict[str, DimensionOverride] = Field(default_factory=dict)
     #: Teachbacks of one item the checker may reject before the item fails.
     max_teachback_rounds: int = Field(default=3, ge=1)
+
+    def check_components(self, known: Iterable[str], where: str) -> None:
+        """Every component an override names is one of ``known``.
+
+        Raises:
+            SettingsError: naming the file (``where``), the key and the components.
+        """
+        unknown = sorted(set(self.components) - set(known))
+        if unknown:
+            raise SettingsError(
+                f"{where}: gates: {', '.join(map(repr, unknown))} is not a component of "
+                "the tree; name a component to override its dimensions (or use mode:)"
+            )
 
     @model_validator(mode="before")
     @classmethod

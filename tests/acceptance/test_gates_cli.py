@@ -142,3 +142,29 @@ def test_bad_review_decisions_are_refused_and_write_nothing(
         assert word in done.stderr
     assert "Traceback" not in done.stderr
     assert (held_once / ".pact" / "audit.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "words"),
+    [
+        (
+            "gates: {mode: blocking, parsr: {risk: 4}}\n",
+            ["pact.yaml", "'parsr' is not a component"],
+        ),
+        ("gates: {parser: {risk: 5}}\n", ["pact.yaml", "gates.components.parser.risk"]),
+        ("gates: sometimes\n", ["pact.yaml", "gates.mode"]),
+        ("review: later\n", ["pact.yaml", "review"]),
+    ],
+)
+def test_bad_gates_settings_are_refused_before_anything_is_written(
+    tmp_path: Path, example: Path, yaml_text: str, words: list[str]
+) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pact.yaml").write_text(yaml_text)
+    done = pact("run", str(example / "tree.json"), "--project", str(project))
+    assert done.returncode == 2
+    for word in words:
+        assert word in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (project / ".pact").exists()

@@ -70,7 +70,13 @@ def test_uncertainty_comes_from_findings_and_novelty_from_a_baseline() -> None:
     found, _ = compute_dimensions(ComponentFacts(contract=contract(1, 1), findings=2))
     many, _ = compute_dimensions(ComponentFacts(contract=contract(1, 1), findings=9))
     known, _ = compute_dimensions(ComponentFacts(contract=contract(1, 1), baseline=True))
+    unsure, reasons = compute_dimensions(
+        ComponentFacts(contract=contract(1, 1), findings=1, low_confidence_answers=2)
+    )
     assert (plain.uncertainty, found.uncertainty, many.uncertainty) == (1, 3, 4)
+    assert (
+        unsure.uncertainty == 3 and "2 low-confidence interview answers" in reasons["uncertainty"]
+    )
     assert (plain.novelty, known.novelty) == (2, 1)
 
 
