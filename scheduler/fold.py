@@ -42,7 +42,7 @@ from scheduler.events import (
     RunStarted,
 )
 from scheduler.gates.transitions import GATE_TRANSITIONS, gate_dispatched
-from scheduler.interview.recorded import InterviewRecorded
+from scheduler.interview.recorded import PLANNING_PHASES, InterviewRecorded
 from scheduler.lifecycle.events import RunCancelled
 from scheduler.lifecycle.transitions import resumed, run_cancelled
 from scheduler.regression.events import RegressionChecked
@@ -338,6 +338,10 @@ def _run_failed(state: RunState, e: RunFailed) -> None:
 def _interview_recorded(state: RunState, e: InterviewRecorded) -> None:
     state.interview = e.output
     state.interview_answers = list(e.answers)
+    for role, usage in e.usage.items():
+        phase = PLANNING_PHASES.get(role, role)
+        state.usage = state.usage + usage
+        state.spend_by_phase[phase] = state.spend_by_phase.get(phase, 0.0) + usage.cost_usd
 
 
 def _spend(state: RunState, item: ItemState, phase: Phase, usage: Usage) -> None:

@@ -5,7 +5,8 @@ and ambiguities it saw (:class:`InterviewerOutput`). Once answered, the intervie
 written in Pact's own shape (``risks``, ``ambiguities``, ``questions`` as texts,
 ``assumptions``, ``user_answers`` by question text, ``approved``) so that Pact reads
 it unchanged, plus two fields of ours: ``question_details`` (the typed questions) and
-``answer_log`` (every answer with its source and confidence, superseded ones included).
+``answer_log`` (every answer with its source and confidence, superseded ones included)
+and ``planning_usage`` (what the planning calls cost, which the run adds to its spend).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from pact_workers.models.interview import InterviewerOutput, InterviewQuestion
+from pact_workers.models.work import Usage
 from scheduler.interview.answers import AnswerLog, AuditedAnswer
 from scheduler.interview.questions import is_skipped
 
@@ -32,6 +34,8 @@ class InterviewDocument(BaseModel):
     approved: bool = False
     question_details: list[InterviewQuestion] = Field(default_factory=list)
     answer_log: list[AuditedAnswer] = Field(default_factory=list)
+    #: What the planning roles' calls cost, by role (``interviewer``, ``decomposer``).
+    planning_usage: dict[str, Usage] = Field(default_factory=dict)
 
     @classmethod
     def build(

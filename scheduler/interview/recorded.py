@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.errors import InputError
 from pact_workers.models.documents import read_input_file
+from pact_workers.models.work import Usage
 from scheduler.interview.answers import AnswerLog, AuditedAnswer
 from scheduler.interview.document import InterviewDocument
 
@@ -38,6 +39,8 @@ __all__ = [
 INTERVIEW_FILE = "interview.json"
 #: The name of the interview's bundle among a contract author's inputs.
 INTERVIEW_INPUT = "interview"
+#: The spend phase each planning role's cost is counted under.
+PLANNING_PHASES = {"interviewer": "interview", "decomposer": "decompose"}
 MAX_INTERVIEW_BYTES = 4 * 1024 * 1024
 
 
@@ -59,6 +62,9 @@ class InterviewRecorded(BaseModel):
     source: str = ""
     questions: int = 0
     answers: list[AuditedAnswer] = Field(default_factory=list)
+    #: What planning cost, by role: the run counts it as the spend of the phases
+    #: ``interview`` and ``decompose`` (seed 000, 4.3).
+    usage: dict[str, Usage] = Field(default_factory=dict)
 
 
 class FoundInterview(BaseModel):
@@ -77,6 +83,7 @@ class FoundInterview(BaseModel):
             source=self.path,
             questions=len(self.document.questions),
             answers=list(current.values()),
+            usage=dict(self.document.planning_usage),
         )
 
 

@@ -95,11 +95,12 @@ def make_plan(
         except TreeError as exc:
             rejected.append(str(exc))
             continue
+        usage = {"interviewer": asked.usage, "decomposer": spent}
         return Plan(
             interview=interview,
-            document=document,
+            document=document.model_copy(update={"planning_usage": usage}),
             tree=tree,
-            usage={"interviewer": asked.usage, "decomposer": spent},
+            usage=usage,
             rejected=rejected,
         )
     raise PlanningError(

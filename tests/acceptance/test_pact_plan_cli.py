@@ -81,7 +81,11 @@ def test_pact_plan_approve_writes_audited_answers_and_a_tree_pact_run_completes(
     assert all(e.inputs["interview"] == recorded.output for e in contracts)
     # pact status flags the answers approval was unsure of.
     res = pact("status", str(project), "--json")
-    warnings = json.loads(res.stdout)["warnings"]
+    status = json.loads(res.stdout)
+    warnings = status["warnings"]
+    # What planning cost is part of the run's spend, as the interview and decompose phases.
+    assert status["spend_by_phase"]["interview"] == 0.0153
+    assert status["spend_by_phase"]["decompose"] == 0.0405
     assert [w.split()[3] for w in warnings if "low confidence" in w] == ["q_005", "q_006"]
 
 
