@@ -145,6 +145,8 @@ def run_attempt(message: dict[str, Any], rt: WorkerRuntime | None = None) -> str
                 agent=rt.agent(task.agent, dict(task.agent_options), task.sandbox),
                 sandbox=rt.sandbox(task.sandbox),
                 store=rt.store,
+                # The lease says when the harness verifies (the scheduler shows it).
+                on_progress=hold.stage,
             )
         except SoftTimeLimitExceeded:
             result = _error(task, "SoftTimeLimitExceeded: the attempt ran past its time limit")

@@ -33,7 +33,7 @@ from scheduler.gates.events import (
     TeachbackSubmitted,
 )
 from scheduler.interview.recorded import InterviewRecorded
-from scheduler.lifecycle.events import RunCancelled
+from scheduler.lifecycle.events import ItemProgress, RunCancelled
 from scheduler.regression.events import RegressionChecked
 from scheduler.validation.findings import NameCorrection, ValidationFinding
 from scheduler.validation.names import ResolvedDependency
@@ -361,7 +361,8 @@ Event = Annotated[
     | AuditRequested
     | AuditReviewed
     | RegressionChecked
-    | RunCancelled,
+    | RunCancelled
+    | ItemProgress,
     Field(discriminator="type"),
 ]
 

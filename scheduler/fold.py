@@ -43,8 +43,8 @@ from scheduler.events import (
 )
 from scheduler.gates.transitions import GATE_TRANSITIONS, gate_dispatched
 from scheduler.interview.recorded import PLANNING_PHASES, InterviewRecorded
-from scheduler.lifecycle.events import RunCancelled
-from scheduler.lifecycle.transitions import resumed, run_cancelled
+from scheduler.lifecycle.events import ItemProgress, RunCancelled
+from scheduler.lifecycle.transitions import item_progress, resumed, run_cancelled
 from scheduler.regression.events import RegressionChecked
 from scheduler.state import (
     INTERRUPTED,
@@ -369,5 +369,6 @@ _APPLY: dict[type, Callable[[RunState, Any], None]] = {
     InterviewRecorded: _interview_recorded,
     RegressionChecked: _regression_checked,
     RunCancelled: run_cancelled,
+    ItemProgress: item_progress,
     **GATE_TRANSITIONS,
 }

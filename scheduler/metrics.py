@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from pact_workers.models.work import ROLE_FOR_PHASE, Role
+from pact_workers.models.work import IN_FLIGHT, ROLE_FOR_PHASE, Role
 from scheduler.events import (
     Event,
     ItemFailed,
@@ -48,9 +48,18 @@ class SchedulerMetrics:
         self.dropped = Counter(
             "pact_results_dropped", "Late or duplicate results dropped", registry=r
         )
+        #: Items in flight by where their workers report them (scheduler.lifecycle).
+        self.by_status = Gauge(
+            "pact_in_flight_items_by_status",
+            "Items in flight: dispatched, running (the agent works) or verifying",
+            ["status"],
+            registry=r,
+        )
         for role in Role:
             self.ready.labels(role.value).set(0)
             self.in_flight.labels(role.value).set(0)
+        for status in IN_FLIGHT:
+            self.by_status.labels(status.value).set(0)
 
     def serve(self, port: int, addr: str = "127.0.0.1") -> None:
         start_http_server(port, addr=addr, registry=self.registry)
@@ -72,10 +81,14 @@ class SchedulerMetrics:
         """Set the gauges from (registry state, run state, ready items of that run's roles)."""
         by_state: dict[str, int] = {}
         flying: dict[str, int] = {role.value: 0 for role in Role}
+        stages: dict[str, int] = {status.value: 0 for status in IN_FLIGHT}
         for registry_state, state, _ in runs:
             by_state[registry_state] = by_state.get(registry_state, 0) + 1
             for item in state.in_flight():
                 flying[ROLE_FOR_PHASE[item.phase].value] += 1
+                stages[item.status.value] += 1
+        for status, count in stages.items():
+            self.by_status.labels(status).set(count)
         for name in ("queued", "active", "paused", "completed", "failed"):
             self.runs.labels(name).set(by_state.get(name, 0))
         for role, count in flying.items():

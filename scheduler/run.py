@@ -42,6 +42,7 @@ from scheduler.journal import Listener, RunJournal
 from scheduler.launch import load_state
 from scheduler.leases import LeaseBook, interrupted, lease_failure
 from scheduler.lifecycle.cancelling import CancelHandling
+from scheduler.lifecycle.progress import ProgressReporting
 from scheduler.outcomes import ResultHandling
 from scheduler.pactimport.runcache import run_cache_for
 from scheduler.policy import STALLED, WORKER_LOST
@@ -56,7 +57,7 @@ from scheduler.wavefront import Key, WavefrontScheduler
 log = logging.getLogger(__name__)
 
 
-class RunController(ResultHandling, GateHandling, CancelHandling):
+class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReporting):
     """Drives one run to a terminal or paused state with one executor."""
 
     def __init__(
@@ -344,6 +345,7 @@ class RunController(ResultHandling, GateHandling, CancelHandling):
 
     def _renew_leases(self) -> None:
         self.leases.renew(self.executor.activity())
+        self.report_progress()  # running / verifying, as workers report (scheduler.lifecycle)
 
     def _expire_leases(self) -> None:
         """An attempt whose worker went quiet past its role's timeout is retried."""

@@ -30,6 +30,7 @@ from functools import cached_property
 from pact_workers.models.tree import DecompositionTree
 from pact_workers.models.work import ItemStatus, Phase
 from scheduler.events import Event, ItemsPoisoned, ItemsSuspended, RunResumed
+from scheduler.lifecycle.events import RunCancelled
 from scheduler.readiness import PHASE_ORDER, ReadyTracker, material_change
 from scheduler.state import RunState, final_phase, item_key, phases_for
 
@@ -303,7 +304,7 @@ class WavefrontScheduler:
                     self.graph.raise_rank(self.tracker.rank, edge, self._weights())
             if phase is not None:
                 self._take(state, cid, phase)
-        if isinstance(event, ItemsPoisoned | ItemsSuspended):
+        if isinstance(event, ItemsPoisoned | ItemsSuspended | RunCancelled):
             for item_cid, item_phase in event.items:
                 self._take(state, item_cid, item_phase)
         elif isinstance(event, RunResumed):

@@ -37,6 +37,9 @@ QUEUED = b"queued"
 SENT = b"sent"
 #: Prefix of the lease value of a running attempt (``running:<worker id>``).
 RUNNING = b"running:"
+#: The stage a worker reports when the harness starts verifying, and how its lease says it.
+VERIFY_STAGE = "verify"
+VERIFY_SUFFIX = b";verify"
 
 AttemptKey = tuple[str, str, str, int]
 
@@ -271,6 +274,18 @@ class LeaseHold:
     def release(self) -> None:
         """The lease was deleted together with the result (Leases.finish): skip the delete."""
         self._released = True
+
+    def stage(self, name: str) -> None:
+        """The attempt moved on (``agent``, then ``verify``): from ``verify`` on the lease
+        reads ``running:<worker id>;verify``, which the scheduler shows as verifying.
+        Best effort: a failed write is carried by the next renewal."""
+        if name != VERIFY_STAGE or self.value.endswith(VERIFY_SUFFIX):
+            return
+        self.value += VERIFY_SUFFIX
+        try:
+            self._set(only_if_present=True)
+        except RedisError as exc:
+            log.warning("could not mark lease %s as verifying: %s", self.key, exc)
 
     def __enter__(self) -> None:
         try:

@@ -28,7 +28,7 @@ from celery import Celery
 from pact_workers.app import QUEUES, TASK_NAMES, fleet_config
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import check_redis_url, redis_from_url
-from pact_workers.fleet.leases import QUEUED, RUNNING, SENT, Leases
+from pact_workers.fleet.leases import QUEUED, RUNNING, SENT, VERIFY_SUFFIX, Leases
 from pact_workers.fleet.results import ResultStreams
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
 
@@ -81,6 +81,8 @@ class CeleryFleet:
         self._outbox: list[TaskMessage] = []
         self._adopted: set[Lease] = set()
         self._taken_since: dict[Lease, float] = {}
+        #: Per run: the stage each running attempt's lease reported (see :meth:`stages`).
+        self._stages: dict[str, dict[tuple[str, Phase, int], str]] = defaultdict(dict)
         #: How long a taken message may go unclaimed before its attempt counts as lost.
         self.claim_grace_s = claim_grace_s
 
@@ -171,11 +173,20 @@ class CeleryFleet:
         """Attempts a worker is running (a ``queued`` lease is no sign of life)."""
         mine = [k for k in self._in_flight if k[0] == run_id]
         states = self.leases.states([(r, c, p.value, a) for r, c, p, a in mine])
-        return [
-            (c, p, a)
-            for r, c, p, a in mine
-            if (states.get((r, c, p.value, a)) or b"").startswith(RUNNING)
-        ]
+        alive = []
+        for r, c, p, a in mine:
+            state = states.get((r, c, p.value, a)) or b""
+            if state.startswith(RUNNING):
+                alive.append((c, p, a))
+                # What the lease says the attempt does, for stages().
+                stage = "verify" if state.endswith(VERIFY_SUFFIX) else "agent"
+                self._stages[run_id][(c, p, a)] = stage
+        return alive
+
+    def stages(self, run_id: str) -> list[tuple[tuple[str, Phase, int], str]]:
+        """What the leases said each running attempt of ``run_id`` does when
+        :meth:`alive` last read them (``agent`` or ``verify``), taken as read."""
+        return list(self._stages.pop(run_id, {}).items())
 
     def lost(self, run_id: str) -> list[tuple[str, Phase, int]]:
         """Attempts of ``run_id`` with neither a lease nor a done marker (the worker died),
@@ -279,6 +290,9 @@ class CeleryExecutor:
 
     def activity(self) -> list[tuple[str, Phase, int]]:
         return self.fleet.alive(self.run_id)
+
+    def stages(self) -> list[tuple[tuple[str, Phase, int], str]]:
+        return self.fleet.stages(self.run_id)
 
     def ack(self, result: ResultMessage) -> None:
         self.fleet.ack(result)

@@ -29,6 +29,21 @@ class LocalExecutor:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pact-worker")
         self._results: queue.Queue[ResultMessage] = queue.Queue()
         self._activity: queue.Queue[tuple[str, Phase, int]] = queue.Queue()
+        #: (attempt, stage) as attempts move on: ``agent`` (running), ``verify``.
+        self._stages: queue.Queue[tuple[tuple[str, Phase, int], str]] = queue.Queue()
+
+    def _report(self, lease: tuple[str, Phase, int], stage: str) -> None:
+        self._activity.put(lease)
+        self._stages.put((lease, stage))
+
+    def stages(self) -> list[tuple[tuple[str, Phase, int], str]]:
+        """(attempt, stage) as attempts reported them since last asked, in order."""
+        out: list[tuple[tuple[str, Phase, int], str]] = []
+        while True:
+            try:
+                out.append(self._stages.get_nowait())
+            except queue.Empty:
+                return out
 
     def submit(self, task: TaskMessage) -> None:
         lease = (task.component_id, task.phase, task.attempt)
@@ -38,7 +53,7 @@ class LocalExecutor:
             agent=self._agent,
             sandbox=self._sandbox,
             store=self._store,
-            on_progress=lambda _stage: self._activity.put(lease),
+            on_progress=lambda stage: self._report(lease, stage),
         )
         future.add_done_callback(lambda f: self._results.put(_result_of(task, f)))
 

@@ -33,3 +33,18 @@ class RunCancelled(BaseModel):
     reason: str = ""
     whole_run: bool = True
     items: list[tuple[str, Phase]] = Field(default_factory=list)
+
+
+class ItemProgress(BaseModel):
+    """A worker reported, through its attempt's lease, that the attempt runs (the agent
+    works) or verifies (the harness runs the contract tests)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["item_progress"] = "item_progress"
+    seq: int = 0
+    ts: str = Field(default_factory=_now)
+    component_id: str
+    phase: Phase
+    attempt: int
+    status: Literal["running", "verifying"]

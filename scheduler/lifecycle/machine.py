@@ -31,7 +31,7 @@ from scheduler.events import (
 )
 from scheduler.gates.events import GATE_EVENTS, ReviewDecided, TeachbackReviewed
 from scheduler.interview.recorded import InterviewRecorded
-from scheduler.lifecycle.events import RunCancelled
+from scheduler.lifecycle.events import ItemProgress, RunCancelled
 from scheduler.lifecycle.guards import FOLD_GUARDS
 from scheduler.lifecycle.table import Actor, Transition, lookup
 from scheduler.regression.events import RegressionChecked
@@ -112,6 +112,9 @@ def moves(state: RunState, event: Event) -> list[Move]:
         return [_move(event, "regression_check", Actor.SCHEDULER)]
     if isinstance(event, RunCancelled):
         return [Move(c, p, "cancel", Actor.HUMAN, 0) for c, p in event.items]
+    if isinstance(event, ItemProgress):
+        name = "start" if event.status == "running" else "verify"
+        return [Move(event.component_id, event.phase, name, Actor.WORKER, event.attempt)]
     gate = gate_move(event)
     if gate is not None:
         return [Move(event.component_id, event.phase, gate[0], gate[1], event.attempt)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pact_workers.models.work import ItemStatus
-from scheduler.lifecycle.events import RunCancelled
+from scheduler.lifecycle.events import ItemProgress, RunCancelled
 
 if TYPE_CHECKING:
     from scheduler.state import RunState
@@ -39,3 +39,11 @@ def resumed(state: RunState) -> None:
     """A resume lifts a cancel."""
     state.cancelled = False
     state.cancelled_by = ""
+
+
+def item_progress(state: RunState, e: ItemProgress) -> None:
+    """An attempt in flight runs or verifies (only its current attempt: the table's
+    lease_current guard has checked it)."""
+    from scheduler.fold import _set_status
+
+    _set_status(state, state.item(e.component_id, e.phase), ItemStatus(e.status))
