@@ -4,9 +4,28 @@ the log and in ``pact status``; a log with an illegal move is refused, naming it
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.acceptance.test_cli import pact
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One demo run for the module (each test works on its own copy)."""
+    project = tmp_path_factory.mktemp("lifecycle") / "demo"
+    res = pact("demo", str(project))
+    assert res.returncode == 0, res.stderr
+    return project
+
+
+@pytest.fixture
+def demo(demo_run: Path, tmp_path: Path) -> Path:
+    project = tmp_path / "demo"
+    shutil.copytree(demo_run, project, symlinks=True)
+    return project
 
 
 def events(project: Path) -> list[dict[str, object]]:
@@ -14,13 +33,8 @@ def events(project: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def test_every_verified_implementation_was_reported_running_then_verifying(
-    tmp_path: Path,
-) -> None:
-    project = tmp_path / "demo"
-    res = pact("demo", str(project))
-    assert res.returncode == 0, res.stderr
-    log = events(project)
+def test_every_verified_implementation_was_reported_running_then_verifying(demo: Path) -> None:
+    log = events(demo)
     for done in (e for e in log if e["type"] == "item_succeeded" and e["phase"] == "implement"):
         key = (done["component_id"], done["phase"], done["attempt"])
         seen = [
@@ -31,9 +45,8 @@ def test_every_verified_implementation_was_reported_running_then_verifying(
         assert seen == ["running", "verifying"], (key, seen)
 
 
-def test_status_shows_an_attempt_a_worker_reports_as_verifying(tmp_path: Path) -> None:
-    project = tmp_path / "demo"
-    assert pact("demo", str(project)).returncode == 0
+def test_status_shows_an_attempt_a_worker_reports_as_verifying(demo: Path) -> None:
+    project = demo
     log = (project / ".pact" / "audit.jsonl").read_text(encoding="utf-8").splitlines()
     # Cut the log right after an implementation was reported verifying: what a status
     # taken at that moment shows.
@@ -44,11 +57,8 @@ def test_status_shows_an_attempt_a_worker_reports_as_verifying(tmp_path: Path) -
     assert status["items"].get("verifying") == 1
 
 
-def test_a_log_with_an_illegal_move_is_refused_with_the_event_and_item_named(
-    tmp_path: Path,
-) -> None:
-    project = tmp_path / "demo"
-    assert pact("demo", str(project)).returncode == 0
+def test_a_log_with_an_illegal_move_is_refused_with_the_event_and_item_named(demo: Path) -> None:
+    project = demo
     path = project / ".pact" / "audit.jsonl"
     log = path.read_text(encoding="utf-8").splitlines()
     first = json.loads(log[1])
