@@ -125,4 +125,6 @@ def test_flower_lists_workers_and_the_runs_tasks(
         sample = next(t for t in ours if t["name"] == "pact.code_author")
         assert "component=" in sample["args"] and "phase=implement" in sample["args"]
         assert "attempt=" in sample["args"]
+        # The gates' record travels with every task: its variety score and gates.
+        assert "score=" in sample["args"] and "teachback=" in sample["args"]
         assert {t["state"] for t in ours} == {"SUCCESS"}

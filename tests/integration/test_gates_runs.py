@@ -170,6 +170,8 @@ def test_review_gated_holds_the_high_risk_item_and_pauses_the_run(
     assert state.item("parser", Phase.IMPLEMENT).status is ItemStatus.PENDING
     held = [i for i in state.items.values() if i.status is ItemStatus.AWAITING_REVIEW]
     assert held == [item]
+    # Waiting on a human holds no worker and no lease: no stall timer runs for it.
+    assert state.in_flight() == []
 
 
 def write_teachback(replay: Path, component_id: str) -> None:
