@@ -1,7 +1,9 @@
-"""Human review on the fleet: a run the scheduler service drives with ``review: gated``
-pauses with ast_nodes awaiting review, and ``pact approve`` / ``pact reject --broker``
-hand it back to the services, which carry it on. A real redis-server, a real
-``pact scheduler`` process and real Celery worker processes."""
+"""The gates on the fleet: a run the scheduler service drives with ``gates: blocking``
+and ``review: gated`` has ast_nodes restate its task (a teachback, corrected once) on a
+code author's queue, then its verified attempt reviewed by a worker serving only
+``pact.auditor``, then it pauses with ast_nodes awaiting review; ``pact approve`` /
+``pact reject --broker`` hand it back to the services, which carry it on. A real
+redis-server, a real ``pact scheduler`` process and real Celery worker processes."""
 
 from __future__ import annotations
 
@@ -31,7 +33,6 @@ from tests.integration.test_service import ALL_ROLES, queued_ids, runs, submit
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
 GATED = "ast_nodes/implement"
-ROLES = [*ALL_ROLES, "auditor"]
 
 
 def wait_for_state(
@@ -60,9 +61,10 @@ def test_review_gated_on_the_fleet_pauses_and_approve_and_reject_hand_the_run_ba
     # The run's pact.yaml, there before a service creates the run.
     run_dir = runs_dir / run_id
     run_dir.mkdir(parents=True)
-    (run_dir / "pact.yaml").write_text("review: gated\n")
+    (run_dir / "pact.yaml").write_text("gates: blocking\nreview: gated\n")
     with Fleet(redis_url, tmp_path / "logs") as fleet:
-        fleet.worker("w", roles=ROLES, concurrency=4)
+        fleet.worker("w", roles=ALL_ROLES, concurrency=4)
+        fleet.worker("auditor", roles=["auditor"], concurrency=1)
         fleet.pact("scheduler", "--broker", redis_url, "--runs-dir", str(runs_dir), name="service")
         wait_for_state(redis_url, run_id, "paused", fleet)
         state, _ = load_state(ProjectDir(run_dir))
@@ -85,8 +87,15 @@ def test_review_gated_on_the_fleet_pauses_and_approve_and_reject_hand_the_run_ba
             if isinstance(e, ItemDispatched)
             and (e.component_id, e.phase.value) == ("ast_nodes", "implement")
         ]
-        assert [e.attempt for e in attempts] == [1, 2]
-        assert any(note in f.summary for f in attempts[1].feedback)
+        assert [e.stage for e in attempts] == [
+            "teachback",
+            "teachback",
+            "work",
+            "audit",
+            "work",
+            "audit",
+        ]
+        assert any(note in f.summary for f in attempts[4].feedback)
 
         done = pact("approve", str(run_dir), "ast_nodes", "--by", "dave", "--broker", redis_url)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -94,8 +103,10 @@ def test_review_gated_on_the_fleet_pauses_and_approve_and_reject_hand_the_run_ba
     events = read_events(ProjectDir(run_dir).audit_path)[0]
     decided = [(e.approved, e.by) for e in events if isinstance(e, ReviewDecided)]
     assert decided == [(False, "carol"), (True, "dave")]
-    assert [e.attempt for e in events if isinstance(e, ReviewRequested)] == [1, 2]
+    assert [e.attempt for e in events if isinstance(e, ReviewRequested)] == [4, 6]
     assert (run_dir / ".pact" / "implementations" / "ast_nodes" / "src" / "ast_nodes.py").is_file()
+    # The audits went to pact.auditor, which only the auditor worker consumes.
+    assert (tmp_path / "logs" / "auditor.log").read_text().count("pact.auditor[") >= 2
 
 
 def test_review_requests_through_redis_are_taken_once_and_only_for_waiting_items(
