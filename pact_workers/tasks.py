@@ -38,6 +38,7 @@ from pact_workers.fleet import keys
 from pact_workers.fleet.blobs import RedisBlobStore
 from pact_workers.fleet.connection import redis_from_url
 from pact_workers.fleet.leases import Leases, heartbeat_worker
+from pact_workers.fleet.planning import answer_plan_call
 from pact_workers.models.work import ErrorClass, ResultMessage, TaskMessage
 from pact_workers.runner import execute_task
 from pact_workers.sandbox.base import Sandbox
@@ -208,12 +209,17 @@ def claim_on_receipt(request: Any = None, **_: Any) -> None:
 
 def _register(name: str) -> Callable[..., str]:
     def role_task(self: Task, message: dict[str, Any]) -> str:
+        if name in PLANNING_TASKS:
+            # The planning roles answer a call of ``pact plan``, not a work item.
+            return answer_plan_call(message, runtime().client)
         return run_attempt(message)
 
     role_task.__name__ = name.replace(".", "_")
     return app.task(name=name, bind=True)(role_task)  # type: ignore[no-any-return]
 
 
+#: The planning roles' tasks (``pact plan --executor celery``).
+PLANNING_TASKS = frozenset({TASK_NAMES["interviewer"], TASK_NAMES["decomposer"]})
 #: The tasks, by role (``pact.contract_author``, ...).
 ROLE_TASKS = {role: _register(name) for role, name in TASK_NAMES.items()}
 

@@ -81,6 +81,11 @@ Ours (prefix ``pact:``)::
         still awaiting review. A run nobody drives gets the decision in its log and is
         marked active again in ``pact:runs`` for a service to adopt. See
         ``scheduler.gates.fleet``.
+    pact:plan:<id>                      list    1 hour          worker -> pact plan
+        The answer to one planning call of ``pact plan --executor celery`` (JSON: the
+        interviewer's or decomposer's answer and its usage, or the error), RPUSHed by
+        the worker that took the call from ``pact.interviewer`` / ``pact.decomposer``
+        and BLPOPed by the waiting ``pact plan``. See ``pact_workers.fleet.planning``.
     pact:submissions                    stream  no TTL, MAXLEN ~10 000
                                                                 submit -> scheduler services
         Submitted trees waiting for a service; consumer group ``service``, one consumer
@@ -214,6 +219,15 @@ REVIEW_TTL_S = 24 * 3600
 def review_requests(run_id: str) -> str:
     """Human review decisions for a fleet run, taken by the run's owner."""
     return f"pact:review:{run_id}"
+
+
+#: How long a planning answer waits for the ``pact plan`` that asked for it.
+PLAN_REPLY_TTL_S = 3600
+
+
+def plan_reply(plan_id: str) -> str:
+    """Where a worker puts its answer to one planning call."""
+    return f"pact:plan:{plan_id}"
 
 
 def worker(worker_id: str) -> str:

@@ -15,7 +15,13 @@ from pact_workers.models.interview import InterviewerOutput
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
 from scheduler.cli.interrupt import interruptible
 from scheduler.cli.planview import print_plan
-from scheduler.cli.runs import AgentOption, SandboxOption, WorkersOption
+from scheduler.cli.runs import (
+    AgentOption,
+    BrokerOption,
+    ExecutorOption,
+    SandboxOption,
+    WorkersOption,
+)
 from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
 from scheduler.commands.pactimport import ImportPlan, import_pact
 from scheduler.commands.pactverify import verify_pact
@@ -149,6 +155,16 @@ def plan(
     ] = False,
     workers: WorkersOption = 4,
     sandbox: SandboxOption = "local",
+    executor: ExecutorOption = "local",
+    broker: BrokerOption = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            envvar="PACT_PLAN_TIMEOUT",
+            help="Seconds a planning call may wait for a worker's answer (--executor celery)",
+        ),
+    ] = 900.0,
 ) -> None:
     """Interview and decompose a task into Pact's decomposition/interview.json and
     tree.json (answers from the terminal, --answers FILE or --approve); --run goes on."""
@@ -175,6 +191,9 @@ def plan(
             ask=ask,
             tell=lambda message: say(message, label="invalid", to_err=True),
             on_interview=show_interview,
+            executor_name=executor,
+            broker_url=broker,
+            timeout_s=timeout,
         )
     print_plan(planned)
     if not then_run:
@@ -190,6 +209,8 @@ def plan(
             sandbox_name=sandbox,
             listener=ProgressListener(progress),
             stop=stop,
+            executor_name=executor,
+            broker_url=broker,
         )
     print_summary(state, project)
     raise typer.Exit(exit_for(state))

@@ -18,11 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pact_workers.agents.factory import agent_options
 from pact_workers.agents.llm import LLMBackend
 from pact_workers.errors import InputError, RunDirError
 from pact_workers.models.documents import read_input_file
 from pact_workers.models.interview import InterviewerOutput
 from pact_workers.models.work import Role
+from scheduler.commands.fleet import check_executor
 from scheduler.commands.rundir import check_new_project_dir
 from scheduler.commands.runs import require_keys
 from scheduler.interview import (
@@ -118,11 +120,16 @@ def plan_task(
     ask: Callable[[str], str] | None = None,
     tell: Callable[[str], None] = lambda _message: None,
     on_interview: Callable[[InterviewerOutput], None] | None = None,
+    executor_name: str = "local",
+    broker_url: str | None = None,
+    timeout_s: float = 900.0,
 ) -> PlannedTask:
     """Interview, answer and decompose the task at ``task_path``; write the plan.
 
     Answers come from ``answers_path``, else ``--approve``, else ``ask`` (a terminal
-    prompt; ``tell`` explains an invalid answer).
+    prompt; ``tell`` explains an invalid answer). With ``executor_name`` ``celery`` the
+    planning calls go to the fleet's workers through ``pact.interviewer`` and
+    ``pact.decomposer`` (:class:`~scheduler.planning.fleet.FleetPlanner`).
 
     Raises:
         InputError: bad input (nothing was written).
@@ -130,6 +137,8 @@ def plan_task(
     """
     if answers_path is not None and approve:
         raise InputError("give either --answers FILE or --approve, not both")
+    if timeout_s <= 0:
+        raise InputError(f"--timeout must be above 0 seconds, got {timeout_s:g}")
     if answers_path is None and not approve and ask is None:
         raise InputError(
             "no way to answer the interview: give --answers FILE or --approve "
@@ -147,9 +156,23 @@ def plan_task(
     if answers_path is not None and not answers_path.is_file():
         raise InputError(f"--answers {answers_path}: no such file")
     settings = load_settings(project.settings_path)
+    broker = check_executor(executor_name, broker_url)
     if agent_name != "replay":
-        require_keys(settings, agent_name, "local")
-    planner = make_planner(agent_name, replay_dir=replay_dir, settings=settings)
+        require_keys(settings, agent_name, executor_name)
+    # Built here as well on the fleet: its checks (a replay directory without a plan,
+    # a backend that cannot plan) are bad input, found before anything is sent.
+    planner: Planner = make_planner(agent_name, replay_dir=replay_dir, settings=settings)
+    if broker is not None:
+        # Celery loads only for a fleet plan (every other command starts without it).
+        from scheduler.planning.fleet import FleetPlanner
+
+        options = agent_options(
+            agent_name,
+            settings.agents,
+            replay_dir=str(replay_dir.resolve()) if replay_dir is not None else None,
+            prices=settings.prices,
+        )
+        planner = FleetPlanner(broker, agent=agent_name, agent_options=options, timeout_s=timeout_s)
 
     def answer(interview: InterviewerOutput) -> AnswerLog:
         if answers_path is not None:
