@@ -50,6 +50,7 @@ def test_key_builders_put_every_key_under_the_pact_prefix() -> None:
     assert keys.RUN_FENCES == "pact:runs:fence"
     assert keys.SCHEDULERS == "pact:schedulers"
     assert keys.RUNS_IN_FLIGHT == "pact:runs:in_flight"
+    assert keys.plan_reply("c0ffee") == "pact:plan:c0ffee"
 
 
 def test_a_phase_and_its_value_build_the_same_key() -> None:
@@ -76,6 +77,7 @@ def test_every_key_is_documented_in_the_keys_module() -> None:
         "pact:schedulers",
         "pact:runs:in_flight",
         "pact:cancel:<run>",
+        "pact:plan:<id>",
         "pact.<role>",
         "unacked_index",
         "_kombu.binding.",
