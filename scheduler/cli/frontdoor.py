@@ -85,6 +85,8 @@ def import_(
     ] = None,
     workers: WorkersOption = 4,
     sandbox: SandboxOption = "local",
+    executor: ExecutorOption = "local",
+    broker: BrokerOption = None,
 ) -> None:
     """Start a run from an existing Pact project: what it produced is re-verified by the
     harness instead of re-authored; what fails or is missing is authored."""
@@ -109,6 +111,8 @@ def import_(
             listener=ProgressListener(progress),
             stop=stop,
             on_plan=show,
+            executor_name=executor,
+            broker_url=broker,
         )
     print_summary(state, project)
     raise typer.Exit(exit_for(state))

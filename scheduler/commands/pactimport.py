@@ -123,6 +123,8 @@ def import_pact(
     listener: Listener | None = None,
     stop: threading.Event | None = None,
     on_plan: Callable[[ImportPlan], None] | None = None,
+    executor_name: str = "local",
+    broker_url: str | None = None,
 ) -> tuple[ImportPlan, RunState]:
     """Check everything, start a run in ``project_dir`` re-using the Pact project at
     ``pact_path``, and drive it to its end; see the module docstring. ``on_plan`` is
@@ -147,6 +149,8 @@ def import_pact(
             replay_dir=replay_dir,
             workers=workers,
             sandbox_name=sandbox_name,
+            executor_name=executor_name,
+            broker_url=broker_url,
         )
         if on_plan is not None:
             on_plan(plan)
@@ -177,5 +181,7 @@ def import_pact(
         listener=listener,
         stop=stop,
         cache=run.cache,
+        executor_name=run.executor_name,
+        broker_url=run.broker_url,
     )
     return plan, state

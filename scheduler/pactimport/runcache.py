@@ -11,6 +11,7 @@ action cache, if it has one.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from scheduler.state import RunState
 
 __all__ = ["ImportedRunCache", "is_imported", "run_cache_for"]
+
+log = logging.getLogger(__name__)
 
 
 class _NoCache:
@@ -70,7 +73,11 @@ class ImportedRunCache(RunCache):
         environment: EnvironmentSpec,
     ) -> tuple[str, CachedResult | None]:
         artifact = self.imported.get((component_id, phase))
-        if artifact is not None and state.item(component_id, phase).cache != "dropped":
+        if (
+            artifact is not None
+            and state.item(component_id, phase).cache != "dropped"
+            and self._stored(store, artifact.output)
+        ):
             return "", CachedResult(
                 output=artifact.output,
                 trusted=False,
@@ -88,6 +95,17 @@ class ImportedRunCache(RunCache):
             verify_inputs=verify_inputs,
             environment=environment,
         )
+
+    @staticmethod
+    def _stored(store: ArtifactStore, digest: str) -> bool:
+        """Put the imported bundle through the run's store (on the fleet that is where
+        workers read it: Redis); False when its files are gone (the agent is asked)."""
+        try:
+            store.put_bundle(store.get_bundle(digest))
+        except Exception as exc:  # an import must never fail a run: the agent answers
+            log.warning("imported artifact %s cannot be read: %s", digest, exc)
+            return False
+        return True
 
 
 def is_imported(hit: CachedResult | None) -> bool:
