@@ -198,6 +198,8 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
         self._reclaim_lost()
         if had_results and self.state.status is RunStatus.ACTIVE:
             self._detect_systemic()
+        # Running / verifying as workers report them (after the verdicts on results).
+        self.report_progress()
         self.commit()
         self.journal.snapshot_now_and_then()
 
@@ -345,7 +347,6 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
 
     def _renew_leases(self) -> None:
         self.leases.renew(self.executor.activity())
-        self.report_progress()  # running / verifying, as workers report (scheduler.lifecycle)
 
     def _expire_leases(self) -> None:
         """An attempt whose worker went quiet past its role's timeout is retried."""
