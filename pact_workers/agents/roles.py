@@ -181,8 +181,11 @@ def render_prompt(request: AgentRequest, *, version: str | None = None) -> Promp
     if request.role is Role.TRACE_ANALYST:
         sections.append("Diagnose why the last attempt failed; do not write the implementation.")
     for path, data in sorted(request.inputs.get("output", {}).items()):
-        # The auditor's subject: the attempt the harness accepted.
+        # The auditor's subject: the attempt the harness accepted...
         sections.append(f"## Attempt under review: {path}\n```python\n{data.decode()}\n```")
+    for _, data in sorted(request.inputs.get("teachback", {}).items()):
+        # ... or the teachback the checker approved, before any work.
+        sections.append(f"## Teachback under review\n```json\n{data.decode()}\n```")
     if request.teachback:
         sections.append(TEACHBACK_SECTION)
     return Prompt(system=system, user="\n\n".join(sections), version=version)

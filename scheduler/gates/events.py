@@ -71,6 +71,10 @@ class TeachbackReviewed(_GateEvent):
     findings: list[str] = Field(default_factory=list)
     #: The rejection that exhausted the rounds: the item's failure follows.
     final: bool = False
+    #: The checker approved it and the auditor reviews it next (``under_review`` still).
+    audit_next: bool = False
+    #: What the review cost (an auditor's call; the checker's costs nothing).
+    usage: Usage = Field(default_factory=Usage)
 
 
 class _Held(_GateEvent):

@@ -4,20 +4,17 @@ scores a dispatch, reviews a teachback, and holds a verified item for a human.
 Rules:
 
 - a teachback's result is never a success of the item: it is logged as submitted,
-  reviewed by the checker and approved (the item goes back to pending, its next
-  dispatch is the work call) or rejected (pending again, the corrections in its
+  reviewed by the checker (then, when the gates require the auditor, by the auditor:
+  :mod:`scheduler.gates.auditing`) and approved (the item goes back to pending, its
+  next dispatch is the work call) or rejected (pending again, the corrections in its
   feedback); the ``gates.max_teachback_rounds``-th rejection fails the item with
   the reason and poisons what depends on it;
 - a verified attempt of an item under review (``review: gated`` and a score of 7 or
   more, or ``review: all``; implement and integrate only) is logged as
   ``review_requested`` instead of a success: nothing is promoted and nothing
   downstream starts until a human decides;
-- a verified attempt of an item whose gates require the auditor (``gates: blocking``,
-  score 7 or more) is logged as ``audit_requested``: its next dispatch goes to the
-  auditor role with the output and the contract; an approval makes the held attempt
-  the item's success (then review, promotion), a rejection its failure with the
-  findings as feedback. The auditor is never asked about an attempt the harness
-  rejected, so it can add a rejection but never accept one;
+- a verified attempt of an item whose gates require the auditor is held for it first
+  (:mod:`scheduler.gates.auditing`);
 - when nothing else can move and items await review, the run pauses saying so
   (``pact review``, then ``pact approve`` or ``pact reject``); a paused item holds
   no lease and no worker, so neither stall timers nor the budget run meanwhile.
@@ -30,17 +27,15 @@ from functools import partial
 
 from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import PactError
-from pact_workers.models.audit import parse_audit
 from pact_workers.models.contract import ComponentContract
 from pact_workers.models.teachback import parse_teachback
 from pact_workers.models.work import ErrorClass, ItemStatus, Phase, ResultMessage, Usage
 from scheduler.events import Event, ItemFailed, RunPaused
 from scheduler.executors.base import Executor
+from scheduler.gates.auditing import AuditHandling
 from scheduler.gates.dimensions import GateRecord
 from scheduler.gates.events import (
     AUDIT_REJECTED,
-    AuditRequested,
-    AuditReviewed,
     ReviewRequested,
     Stage,
     TeachbackReviewed,
@@ -60,7 +55,7 @@ from scheduler.wavefront import WavefrontScheduler
 TEACHBACK_REJECTED = "teachback_rejected"
 
 
-class GateHandling:
+class GateHandling(AuditHandling):
     """See the module docstring."""
 
     project: ProjectDir
@@ -104,11 +99,16 @@ class GateHandling:
     def _gate_inputs(
         self, component_id: str, phase: Phase, stage: Stage, inputs: dict[str, str]
     ) -> dict[str, str]:
-        """An audit also sees the attempt under review (``output``)."""
-        held = self.state.item(component_id, phase).gates.audit
-        if stage != "audit" or held is None:
+        """An audit also sees what it reviews: the attempt (``output``) or the
+        teachback (``teachback``)."""
+        gates = self.state.item(component_id, phase).gates
+        if stage != "audit":
             return inputs
-        return {**inputs, "output": held.output}
+        if gates.audit is not None:
+            return {**inputs, "output": gates.audit.output}
+        if gates.audit_teachback and gates.teachback_output:
+            return {**inputs, "teachback": gates.teachback_output}
+        return inputs
 
     # -- teachbacks ---------------------------------------------------------------
 
@@ -116,7 +116,7 @@ class GateHandling:
         """Handle the result of a teachback attempt; False for a work attempt."""
         item = self.state.item(result.component_id, result.phase)
         if item.gates.stage == "audit":
-            self._audit_result(result)
+            self._audit_result(result)  # of a verified attempt, or of a teachback
             return True
         if item.gates.stage != "teachback":
             return False
@@ -133,6 +133,23 @@ class GateHandling:
             )
         )
         verdict = self._review_teachback(result)
+        record = item.gates.record
+        # The checker's approval of an item whose gates require the auditor is not the
+        # last word: the auditor reviews the teachback next.
+        audit_next = verdict.approved and self.gatekeeper.audits(result.phase, record)
+        self._teachback_verdict(result, verdict, audit_next=audit_next)
+        return True
+
+    def _teachback_verdict(
+        self,
+        result: ResultMessage,
+        verdict: Verdict,
+        *,
+        audit_next: bool = False,
+        usage: Usage | None = None,
+    ) -> None:
+        """Log a reviewer's verdict on a teachback; the last rejection fails the item."""
+        item = self.state.item(result.component_id, result.phase)
         rounds = item.gates.teachback_rounds + (0 if verdict.approved else 1)
         final = not verdict.approved and rounds >= self.settings.gates.max_teachback_rounds
         self._log(
@@ -144,6 +161,8 @@ class GateHandling:
                 reviewer=verdict.reviewer,
                 findings=verdict.findings,
                 final=final,
+                audit_next=audit_next,
+                usage=usage or Usage(),
             )
         )
         if final:
@@ -162,7 +181,6 @@ class GateHandling:
                 )
             )
             self._poison(result.component_id, result.phase)
-        return True
 
     def _review_teachback(self, result: ResultMessage) -> Verdict:
         checker = TeachbackChecker()
@@ -179,87 +197,6 @@ class GateHandling:
         allowed |= set(self.state.tree.nodes[cid].children)
         return checker.review(
             TeachbackSubject(teachback=teachback, contract=contract, allowed=frozenset(allowed))
-        )
-
-    # -- the auditor --------------------------------------------------------------
-
-    def _hold_for_audit(
-        self,
-        result: ResultMessage,
-        *,
-        files: list[str],
-        discovered: list[str],
-        external: list[str],
-    ) -> bool:
-        """Log a verified work attempt as waiting for the auditor when its gates say so."""
-        item = self.state.item(result.component_id, result.phase)
-        record = item.gates.record
-        if item.gates.stage != "work" or not self.gatekeeper.audits(result.phase, record):
-            return False
-        self._log(
-            AuditRequested(
-                component_id=result.component_id,
-                phase=result.phase,
-                attempt=result.attempt,
-                score=record.score if record is not None else 0,
-                output=result.output or "",
-                files=files,
-                test_results=result.test_results,
-                usage=result.usage,
-                duration_s=result.duration_s,
-                discovered_dependencies=discovered,
-                external_dependencies=external,
-            )
-        )
-        return True
-
-    def _audit_result(self, result: ResultMessage) -> None:
-        item = self.state.item(result.component_id, result.phase)
-        held = item.gates.audit
-        if result.outcome != "ok" or result.output is None or held is None:
-            self._fail(result)  # the failure policy; the next dispatch audits again
-            return
-        try:
-            verdict = parse_audit(dict(self.store.get_bundle(result.output)), item.component_id)
-            approved, findings = verdict.approved, verdict.findings
-        except PactError as exc:
-            approved, findings = False, [f"the auditor's verdict cannot be read: {exc}"]
-        self._log(
-            AuditReviewed(
-                component_id=result.component_id,
-                phase=result.phase,
-                attempt=result.attempt,
-                approved=approved,
-                findings=findings,
-                usage=result.usage,
-            )
-        )
-        if approved:
-            # The attempt the harness accepted becomes the item's success (its cost
-            # was counted when it was held).
-            self._succeed(
-                result.model_copy(
-                    update={
-                        "output": held.output,
-                        "test_results": held.test_results,
-                        "usage": Usage(),
-                        "duration_s": held.duration_s,
-                    }
-                )
-            )
-            return
-        self._fail(
-            result.model_copy(
-                update={
-                    "outcome": "error",
-                    "error_class": ErrorClass.PERMANENT,
-                    "error_type": AUDIT_REJECTED,
-                    "error": "the auditor rejected it: " + "; ".join(findings),
-                    "output": held.output,
-                    "test_results": held.test_results,
-                    "usage": Usage(),
-                }
-            )
         )
 
     # -- human review -------------------------------------------------------------

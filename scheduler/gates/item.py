@@ -36,6 +36,9 @@ class ItemGates(BaseModel):
     teachback_approved: bool = False
     #: Teachbacks rejected so far (bounded by ``gates.max_teachback_rounds``).
     teachback_rounds: int = 0
+    #: The latest teachback's bundle, and whether the auditor reviews it next.
+    teachback_output: str = ""
+    audit_teachback: bool = False
     #: The corrections of the latest rejected teachback.
     corrections: list[str] = Field(default_factory=list)
     #: Advisory mode recorded that blocking would have held this item.

@@ -80,7 +80,7 @@ class GateKeeper:
         """``audit`` while a verified attempt waits for the auditor; ``teachback`` while
         a blocking gate waits for an approved teachback; else ``work``."""
         item = state.item(component_id, phase)
-        if item.gates.audit is not None:
+        if item.gates.audit is not None or item.gates.audit_teachback:
             return "audit"
         if (
             self.settings.mode is GateMode.BLOCKING

@@ -49,15 +49,20 @@ def _submitted(state: RunState, e: TeachbackSubmitted) -> None:
 
     item = state.item(e.component_id, e.phase)
     item.gates.state = "under_review"
+    item.gates.teachback_output = e.output
     _spend(state, item, e.phase, e.usage)
 
 
 def _reviewed(state: RunState, e: TeachbackReviewed) -> None:
-    from scheduler.fold import _set_retry, _set_status
+    from scheduler.fold import _set_retry, _set_status, _spend
 
     item = state.item(e.component_id, e.phase)
     gates = item.gates
-    if e.approved:
+    _spend(state, item, e.phase, e.usage)
+    gates.audit_teachback = e.approved and e.audit_next
+    if gates.audit_teachback:
+        gates.state = "under_review"  # the auditor reviews it next
+    elif e.approved:
         gates.state = "active"
         gates.teachback_approved = True
         gates.corrections = []

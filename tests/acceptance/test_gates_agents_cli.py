@@ -64,10 +64,14 @@ def gated_log(root: Path) -> list[dict[str, Any]]:
 def assert_the_gate_held_the_work(root: Path) -> None:
     log = gated_log(root)
     reviewed = [e for e in log if e["type"] == "teachback_reviewed"]
-    assert [e["approved"] for e in reviewed] == [False, True]
+    assert [(e["approved"], e["reviewer"]) for e in reviewed] == [
+        (False, "checker"),
+        (True, "checker"),
+        (True, "auditor"),
+    ]
     assert "argument_not_node" in reviewed[0]["findings"][0]
     stages = [e["stage"] for e in log if e["type"] == "item_dispatched"]
-    assert stages == ["teachback", "teachback", "work", "audit"]
+    assert stages == ["teachback", "teachback", "audit", "work", "audit"]
     assert [e["approved"] for e in log if e["type"] == "audit_reviewed"] == [True]
 
 
@@ -79,7 +83,7 @@ def asked(user_prompts: list[str], component: str) -> list[str]:
             continue
         if TEACHBACK_HEADING in user:
             kinds.append("teachback")
-        elif "## Attempt under review" in user:
+        elif "## Attempt under review" in user or "## Teachback under review" in user:
             kinds.append("audit")
         elif "## Contract (interface.json)" in user or "src/" in user:
             kinds.append("other")
@@ -102,7 +106,7 @@ def test_the_anthropic_stand_in_serves_teachbacks_and_the_auditors_verdict(
         users = [r.body["messages"][0]["content"][0]["text"] for r in api.requests]
     assert_the_gate_held_the_work(tmp_path / "p")
     kinds = asked(users, "ast_nodes")
-    assert kinds[-4:] == ["teachback", "teachback", "other", "audit"]
+    assert kinds[-5:] == ["teachback", "teachback", "audit", "other", "audit"]
     assert "teachback rejected" in [u for u in users if TEACHBACK_HEADING in u][1]
     assert [k for k in asked(users, "lexer") if k in ("teachback", "audit")] == []
 
@@ -120,8 +124,9 @@ def test_the_openai_stand_in_serves_teachbacks_and_the_auditors_verdict(
         roles = [(s.component_id, s.role) for s in server.served]
         assert server.errors == []
     assert_the_gate_held_the_work(tmp_path / "p")
-    assert asked(users, "ast_nodes")[-4:] == ["teachback", "teachback", "other", "audit"]
-    assert roles.count(("ast_nodes", "auditor")) == 1
+    expected = ["teachback", "teachback", "audit", "other", "audit"]
+    assert asked(users, "ast_nodes")[-5:] == expected
+    assert roles.count(("ast_nodes", "auditor")) == 2
 
 
 def test_the_command_agent_writes_a_teachback_before_its_work(

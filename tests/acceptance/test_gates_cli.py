@@ -38,7 +38,7 @@ def test_demo_with_gates_blocking_completes_and_shows_the_teachback_at_work(
     kinds = [e["type"] for e in log if e.get("phase") == "implement"]
     assert kinds.index("teachback_reviewed") < kinds.index("item_succeeded")
     verdicts = [e["approved"] for e in log if e["type"] == "teachback_reviewed"]
-    assert verdicts == [False, True]
+    assert verdicts == [False, True, True]  # checker, checker, then the auditor
     gates = status(project)["gates"]
     assert gates["items"][GATED]["score"] >= 7
     assert gates["items"][GATED]["teachback_rounds"] == 1

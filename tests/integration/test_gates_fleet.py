@@ -90,12 +90,13 @@ def test_review_gated_on_the_fleet_pauses_and_approve_and_reject_hand_the_run_ba
         assert [e.stage for e in attempts] == [
             "teachback",
             "teachback",
+            "audit",
             "work",
             "audit",
             "work",
             "audit",
         ]
-        assert any(note in f.summary for f in attempts[4].feedback)
+        assert any(note in f.summary for f in attempts[5].feedback)
 
         done = pact("approve", str(run_dir), "ast_nodes", "--by", "dave", "--broker", redis_url)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -103,10 +104,10 @@ def test_review_gated_on_the_fleet_pauses_and_approve_and_reject_hand_the_run_ba
     events = read_events(ProjectDir(run_dir).audit_path)[0]
     decided = [(e.approved, e.by) for e in events if isinstance(e, ReviewDecided)]
     assert decided == [(False, "carol"), (True, "dave")]
-    assert [e.attempt for e in events if isinstance(e, ReviewRequested)] == [4, 6]
+    assert [e.attempt for e in events if isinstance(e, ReviewRequested)] == [5, 7]
     assert (run_dir / ".pact" / "implementations" / "ast_nodes" / "src" / "ast_nodes.py").is_file()
     # The audits went to pact.auditor, which only the auditor worker consumes.
-    assert (tmp_path / "logs" / "auditor.log").read_text().count("pact.auditor[") >= 2
+    assert (tmp_path / "logs" / "auditor.log").read_text().count("pact.auditor[") >= 3
 
 
 def test_review_requests_through_redis_are_taken_once_and_only_for_waiting_items(

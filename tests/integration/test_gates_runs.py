@@ -73,16 +73,22 @@ def test_blocking_rejects_a_teachback_that_omits_an_error_case_then_approves_the
     events = item_events(project, GATED)
     kinds = [(type(e).__name__, getattr(e, "attempt", 0)) for e in events]
     dispatches = [e for e in events if isinstance(e, ItemDispatched)]
-    assert [d.stage for d in dispatches] == ["teachback", "teachback", "work", "audit"]
+    assert [d.stage for d in dispatches] == ["teachback", "teachback", "audit", "work", "audit"]
     reviews = [e for e in events if isinstance(e, TeachbackReviewed)]
-    assert [r.approved for r in reviews] == [False, True]
+    # The checker rejects the first, approves the second; the auditor approves it too.
+    assert [(r.approved, r.reviewer) for r in reviews] == [
+        (False, "checker"),
+        (True, "checker"),
+        (True, "auditor"),
+    ]
+    assert [r.audit_next for r in reviews] == [False, True, False]
     assert len(reviews[0].findings) == 1
     assert "'argument_not_node' of function 'Call'" in reviews[0].findings[0]
     # The log's order: the work call is dispatched only after the approval.
-    first_work = kinds.index(("ItemDispatched", 3))
-    assert kinds.index(("TeachbackReviewed", 2)) < first_work
+    first_work = kinds.index(("ItemDispatched", 4))
+    assert kinds.index(("TeachbackReviewed", 3)) < first_work
     assert kinds[:first_work].count(("TeachbackSubmitted", 1)) == 1
-    assert any(isinstance(e, ItemSucceeded) and e.attempt == 4 for e in events)
+    assert any(isinstance(e, ItemSucceeded) and e.attempt == 5 for e in events)
     # The corrections went back to the agent with the second teachback.
     assert any("argument_not_node" in f.summary for f in dispatches[1].feedback)
     record = dispatches[0].gate
@@ -99,9 +105,12 @@ def test_blocking_makes_the_work_call_only_after_the_approved_teachback(
     assert [(c.attempt, c.teachback, c.role) for c in calls] == [
         (1, True, Role.CODE_AUTHOR),
         (2, True, Role.CODE_AUTHOR),
-        (3, False, Role.CODE_AUTHOR),
-        (4, False, Role.AUDITOR),
+        (3, False, Role.AUDITOR),
+        (4, False, Role.CODE_AUTHOR),
+        (5, False, Role.AUDITOR),
     ]
+    # The auditor's first review is of the approved teachback, before any work.
+    assert "teachback.json" in calls[2].inputs["teachback"]
     assert any("argument_not_node" in f.summary for f in calls[1].feedback)
 
 
@@ -201,50 +210,50 @@ def test_blocking_has_the_auditor_review_the_verified_attempt_before_promotion(
     assert kinds.index("AuditReviewed") < kinds.index("ItemSucceeded")
     assert kinds.index("ItemSucceeded") < kinds.index("ArtifactsPromoted")
     audits = [c for c in agent.calls if c.role is Role.AUDITOR]
-    assert [(c.component_id, c.attempt) for c in audits] == [("ast_nodes", 4)]
-    # The auditor sees the attempt under review and the contract.
-    assert "src/ast_nodes.py" in audits[0].inputs["output"]
-    assert "interface.json" in audits[0].inputs["contract"]
+    assert [(c.component_id, c.attempt) for c in audits] == [("ast_nodes", 3), ("ast_nodes", 5)]
+    # The second sees the attempt under review and the contract.
+    assert "src/ast_nodes.py" in audits[1].inputs["output"]
+    assert "interface.json" in audits[1].inputs["contract"]
 
 
 def test_the_auditor_rejecting_an_implementation_sends_feedback_to_the_next_attempt(
     tmp_path: Path, example: Path, replay_copy: Path
 ) -> None:
-    rejecting = replay_copy / "ast_nodes" / "attempts" / "audit-4"
+    rejecting = replay_copy / "ast_nodes" / "attempts" / "audit-5"
     rejecting.mkdir(parents=True)
     finding = "free_variables returns a list; the contract says the names are sorted and unique"
     (rejecting / "audit.json").write_text(json.dumps({"approved": False, "findings": [finding]}))
     script = yaml.safe_load((replay_copy / "replay.yaml").read_text())
-    script["script"]["ast_nodes"]["implement"][4] = {"files": "ast_nodes/attempts/audit-4"}
+    script["script"]["ast_nodes"]["implement"][5] = {"files": "ast_nodes/attempts/audit-5"}
     (replay_copy / "replay.yaml").write_text(yaml.safe_dump(script))
     state, agent, project = run(example, replay_copy, tmp_path / "p", gates="blocking")
     assert state.status is RunStatus.COMPLETED
     events = item_events(project, GATED)
     reviewed = [e for e in events if isinstance(e, AuditReviewed)]
-    assert [(e.attempt, e.approved) for e in reviewed] == [(4, False), (6, True)]
+    assert [(e.attempt, e.approved) for e in reviewed] == [(5, False), (7, True)]
     failed = [e for e in events if isinstance(e, ItemFailed)]
-    assert [(e.attempt, e.error_type) for e in failed] == [(4, "audit_rejected")]
+    assert [(e.attempt, e.error_type) for e in failed] == [(5, "audit_rejected")]
     assert finding in failed[0].error
     work = [
         c
         for c in agent.calls
         if (c.component_id, c.phase) == GATED and c.role is not Role.AUDITOR and not c.teachback
     ]
-    assert [c.attempt for c in work] == [3, 5]
+    assert [c.attempt for c in work] == [4, 6]
     assert any(finding in note.summary for note in work[1].feedback)
-    assert [e.attempt for e in events if isinstance(e, ItemSucceeded)] == [6]
+    assert [e.attempt for e in events if isinstance(e, ItemSucceeded)] == [7]
 
 
 def test_an_attempt_the_harness_rejected_is_never_promoted_whatever_the_auditor_says(
     tmp_path: Path, example: Path, replay_copy: Path
 ) -> None:
-    # evaluator's risk set to 4 makes it gated; its first work call (attempt 2, after
-    # the teachback) serves the implementation that fails 2 of its tests, and its
-    # auditor approves everything it is shown.
+    # evaluator's risk set to 4 makes it gated; its first work call (attempt 3, after
+    # the teachback and the auditor's review of it) serves the implementation that
+    # fails 2 of its tests, and its auditor approves everything it is shown.
     write_teachback(replay_copy, "evaluator")
     (replay_copy / "evaluator" / "audit.json").write_text('{"approved": true}')
     script = yaml.safe_load((replay_copy / "replay.yaml").read_text())
-    script["script"]["evaluator"]["implement"] = {2: {"files": "evaluator/attempts/implement-1"}}
+    script["script"]["evaluator"]["implement"] = {3: {"files": "evaluator/attempts/implement-1"}}
     (replay_copy / "replay.yaml").write_text(yaml.safe_dump(script))
     gates = {"mode": "blocking", "evaluator": {"risk": 4}}
     state, agent, project = run(example, replay_copy, tmp_path / "p", gates=gates)
@@ -252,10 +261,14 @@ def test_an_attempt_the_harness_rejected_is_never_promoted_whatever_the_auditor_
     key = ("evaluator", Phase.IMPLEMENT)
     events = item_events(project, key)
     failed = [e for e in events if isinstance(e, ItemFailed)]
-    assert [(e.attempt, e.error_type) for e in failed] == [(2, "tests_failed")]
-    assert [e.attempt for e in events if isinstance(e, AuditRequested)] == [3]
-    audited = [c for c in agent.calls if c.role is Role.AUDITOR and c.component_id == "evaluator"]
-    assert [c.attempt for c in audited] == [4]
+    assert [(e.attempt, e.error_type) for e in failed] == [(3, "tests_failed")]
+    assert [e.attempt for e in events if isinstance(e, AuditRequested)] == [4]
+    audited = [
+        c
+        for c in agent.calls
+        if c.role is Role.AUDITOR and c.component_id == "evaluator" and "output" in c.inputs
+    ]
+    assert [c.attempt for c in audited] == [5]
     dispatched = [e for e in events if isinstance(e, ItemDispatched)]
     assert dispatched[0].gate is not None and dispatched[0].gate.overrides == {"risk": 4}
     promoted = (project.implementations_dir / "evaluator" / "src" / "evaluator.py").read_bytes()
