@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 def gate_dispatched(item: ItemState, gate: GateRecord | None, stage: Stage) -> None:
     """An ``item_dispatched``: its gate record, and whether it asks for a teachback."""
-    item.gates.record = gate
+    # The reasons stay in the log's event: the state (and state.json) keeps the numbers.
+    item.gates.record = gate.model_copy(update={"reasons": {}}) if gate is not None else None
     item.gates.stage = stage
     if stage == "teachback":
         item.gates.state = "teachback_pending"
