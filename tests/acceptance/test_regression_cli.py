@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from tests.acceptance.test_cli import pact
+from tests.runs import RunBuilder, star_tree
 
 #: tokens' second implementation: its own tests pass (none builds an EOF token), but the
 #: lexer ends every token list with an EOF token of empty text, which it now refuses.
@@ -109,3 +110,18 @@ def test_regressions_outside_the_change_s_files_are_accepted_and_listed(
     shown = pact("status", str(project))
     assert "accepted_with_external_changes" in shown.stdout
     assert external[0]["test_id"] in shown.stdout
+
+
+def test_redo_names_an_unknown_or_unfinished_component_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    builder = RunBuilder(tmp_path / "project", star_tree(2))
+    builder.complete("c1")
+    builder.fail_run("stopped for the test")
+    project = builder.close().root
+    before = (project / ".pact" / "audit.jsonl").read_bytes()
+    for name, words in (("ghost", ["ghost", "no such component"]), ("c2", ["c2", "not done"])):
+        res = pact("resume", str(project), "--redo", name, "--agent", "noop")
+        assert res.returncode == 2, res.stdout
+        assert all(w in res.stderr for w in words), res.stderr
+    assert (project / ".pact" / "audit.jsonl").read_bytes() == before
