@@ -98,6 +98,8 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
         self.cache = run_cache_for(project, cache, settings.cache)
         #: Lessons of earlier runs (``scheduler.provenance.lessons``), loaded on open.
         self.lessons: list[str] = []
+        #: Whether this session logged the run's end (its retrospective is due at close).
+        self._ended = False
         #: Scores every dispatch and says whether it is a teachback (``scheduler.gates``).
         self.gatekeeper = GateKeeper(settings.gates, pact_dir=project.pact, store=store)
 
@@ -147,8 +149,11 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
             raise
 
     def close(self) -> None:
-        """Write the final snapshot and release the run."""
+        """Write the final snapshot and release the run; a run that ended here leaves
+        its retrospective (after the snapshot: a kill meanwhile loses nothing of it)."""
         self.journal.close()
+        if self._ended:
+            self._retrospect()
 
     def abandon(self) -> None:
         """Release the run writing nothing, not even a snapshot (another scheduler
@@ -168,7 +173,7 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
             self.scheduler.observe(stored, self.state)
         if isinstance(stored, RunCompleted | RunFailed):
             # Every run that ends, completed or failed, leaves its retrospective.
-            self._after_commit(self._retrospect)
+            self._ended = True
         return stored
 
     def _lessons_key(self) -> str:

@@ -7,6 +7,7 @@ item applied exactly once.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -35,10 +36,24 @@ def artifacts(root: Path) -> dict[str, bytes]:
     out = {}
     for base in (project.contracts_dir, project.implementations_dir):
         for path in sorted(base.rglob("*")):
-            # test_results.json carries the time of the run; it is a record, not an artifact.
-            if path.is_file() and path.name != "test_results.json":
+            # test_results.json carries the time of the run, and the provenance sidecars
+            # (*.meta.json) its id, times and workers: records, not artifacts (checked by
+            # sidecars_of).
+            if path.is_file() and path.name != "test_results.json" and not is_sidecar(path):
                 out[path.relative_to(root).as_posix()] = path.read_bytes()
     return out
+
+
+def is_sidecar(path: Path) -> bool:
+    return path.name.endswith(".meta.json")
+
+
+def sidecars_of(root: Path) -> dict[str, str]:
+    """Each provenance sidecar's path and the run id it names."""
+    return {
+        path.relative_to(root).as_posix(): json.loads(path.read_bytes())["run_id"]
+        for path in sorted((root / ".pact").rglob("*.meta.json"))
+    }
 
 
 def run_args(example: Path, project: Path) -> list[str]:
@@ -132,5 +147,9 @@ def test_sigkill_at_random_moments_then_resume_completes_identically(
         else:
             assert proc.returncode == 0  # it finished before the signal landed
         assert artifacts(root) == expected, f"kill {i}: artifacts differ"
+        # However the run was cut, every promoted item ends with its sidecar, of this run.
+        run_id = rebuild_state(root).run_id
+        wanted = {path: run_id for path in sidecars_of(reference)}
+        assert sidecars_of(root) == wanted, f"kill {i}: sidecars differ"
         check_applied_once(root)
     assert killed >= KILLS * 3 // 4, f"only {killed} of {KILLS} runs were killed mid-run"
