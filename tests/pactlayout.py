@@ -31,14 +31,16 @@ def recorded(total: int, passed: int, failed: int, errors: int) -> dict[str, obj
     return {"total": total, "passed": passed, "failed": failed, "errors": errors}
 
 
-def pact_project_from_example(example: Path, root: Path) -> Path:
-    """A Pact project at ``root`` (``root/.pact``) built from the example's artifacts."""
+def pact_project_from_example(example: Path, root: Path, *, only: tuple[str, ...] = ()) -> Path:
+    """A Pact project at ``root`` (``root/.pact``) built from the example's artifacts;
+    ``only``: these components' contracts, tests and implementations (all by default;
+    the tree stays whole)."""
     pact = root / ".pact"
     (pact / "decomposition").mkdir(parents=True)
     shutil.copyfile(example / "tree.json", pact / "decomposition" / "tree.json")
     replay = example / "replay"
     tree = json.loads((example / "tree.json").read_text())
-    for cid in tree["nodes"]:
+    for cid in only or tree["nodes"]:
         source = replay / cid
         contract_dir = pact / "contracts" / cid
         (contract_dir / "tests").mkdir(parents=True)

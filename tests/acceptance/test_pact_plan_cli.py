@@ -180,19 +180,10 @@ def test_pact_plan_refuses_bad_input_naming_it_and_writes_nothing(
     project = tmp_path / "project"
     res = pact("plan", str(tmp_path / "missing.md"), "--project", str(project), "--approve")
     assert res.returncode == 2 and "missing.md" in res.stderr
-    empty = tmp_path / "empty.md"
-    empty.write_text("  \n")
-    res = pact("plan", str(empty), "--project", str(project), "--approve")
-    assert res.returncode == 2 and "the task is empty" in res.stderr
     answers = tmp_path / "answers.yaml"
     answers.write_text("q_001: yes\n")
     res = pact(*plan_args(example, project, "--approve", "--answers", str(answers)))
     assert res.returncode == 2 and "not both" in res.stderr
-    res = pact(*plan_args(example, project, "--approve", "--agent", "noop"))
-    assert res.returncode == 2 and "cannot interview or decompose" in res.stderr
-    answers.write_text("- yes\n- no\n")
-    res = pact(*plan_args(example, project, "--answers", str(answers)))
-    assert res.returncode == 2 and "expected a mapping of question ids" in res.stderr
     assert not project.exists()
     # A directory that already holds a plan is not planned over.
     assert pact(*plan_args(example, project, "--approve")).returncode == 0

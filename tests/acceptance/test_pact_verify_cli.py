@@ -42,7 +42,7 @@ def test_pact_verify_reproduces_every_recorded_count_and_writes_nothing(
 
 
 def test_pact_verify_exits_1_when_a_recorded_count_is_edited(example: Path, tmp_path: Path) -> None:
-    root = pact_project_from_example(example, tmp_path / "pact-project")
+    root = pact_project_from_example(example, tmp_path / "pact-project", only=("tokens", "lexer"))
     results = root / ".pact" / "implementations" / "lexer" / "test_results.json"
     doc = json.loads(results.read_text())
     results.write_text(json.dumps({**doc, "passed": doc["passed"] - 1, "failed": 1}))
@@ -52,12 +52,13 @@ def test_pact_verify_exits_1_when_a_recorded_count_is_edited(example: Path, tmp_
     assert not rows["lexer"]["match"]
     assert rows["lexer"]["reproduced"]["failed"] == 0
     assert [c for c, row in rows.items() if not row["match"]] == ["lexer"]
+    assert sorted(rows) == ["lexer", "tokens"]
 
 
 def test_pact_verify_refuses_bad_input_naming_the_file(example: Path, tmp_path: Path) -> None:
     res = pact("verify", str(tmp_path / "nowhere"))
     assert res.returncode == 2 and "nowhere" in res.stderr
-    root = pact_project_from_example(example, tmp_path / "pact-project")
+    root = pact_project_from_example(example, tmp_path / "pact-project", only=("tokens",))
     broken = root / ".pact" / "implementations" / "tokens" / "test_results.json"
     broken.write_text('{"total": "many"}')
     res = pact("verify", str(root))

@@ -4,14 +4,17 @@ its error until it is valid."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pact_workers.agents.base import AgentRequest
 from pact_workers.agents.roles import render_prompt
+from pact_workers.errors import InputError
 from pact_workers.models.interview import InterviewerOutput
 from pact_workers.models.work import Phase, Role
+from scheduler.commands.plan import plan_task
 from scheduler.interview import answers_from_approval
 from scheduler.planning import PlanAnswer, PlanningError, make_plan
 
@@ -96,3 +99,26 @@ def test_the_contract_author_prompt_shows_the_answered_interview() -> None:
     assert "### Risks\n- Data is lost on exit" in prompt
     without = render_prompt(AgentRequest("r", "store", Phase.CONTRACT, Role.CONTRACT_AUTHOR, 1))
     assert "interview" not in without.user
+
+
+def test_plan_task_refuses_bad_input_before_anything_is_written(
+    example: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    empty = tmp_path / "empty.md"
+    empty.write_text("  \n")
+    replay = example / "replay"
+    with pytest.raises(InputError, match="the task is empty"):
+        plan_task(task_path=empty, project_dir=project, approve=True, replay_dir=replay)
+    task = example / "task.md"
+    with pytest.raises(InputError, match="cannot interview or decompose"):
+        plan_task(task_path=task, project_dir=project, approve=True, agent_name="noop")
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("- yes\n- no\n")
+    with pytest.raises(InputError, match="expected a mapping of question ids"):
+        plan_task(task_path=task, project_dir=project, answers_path=answers, replay_dir=replay)
+    with pytest.raises(InputError, match="no way to answer"):
+        plan_task(task_path=task, project_dir=project, replay_dir=replay)
+    with pytest.raises(InputError, match="has no plan/ folder"):
+        plan_task(task_path=task, project_dir=project, approve=True, replay_dir=tmp_path)
+    assert not project.exists()
