@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -52,8 +53,13 @@ def events(project: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def run_then_redo_tokens(example: Path, replay: Path, tmp_path: Path) -> Path:
+def run_then_redo_tokens(
+    example: Path, replay: Path, tmp_path: Path, *, settings: str = ""
+) -> Path:
     project = tmp_path / "project"
+    if settings:
+        project.mkdir()
+        (project / "pact.yaml").write_text(settings, encoding="utf-8")
     tree = tmp_path / "tree.json"
     shutil.copyfile(example / "tree.json", tree)
     res = pact("run", str(tree), "--project", str(project), "--replay-dir", str(replay))
@@ -67,7 +73,7 @@ def test_a_second_implementation_that_breaks_a_done_dependent_is_violated_and_ro
     example: Path, replay_copy: Path, tmp_path: Path
 ) -> None:
     broken = second_implementation(replay_copy, BREAKS_LEXER)
-    project = run_then_redo_tokens(example, replay_copy, tmp_path)
+    project = run_then_redo_tokens(example, replay_copy, tmp_path, settings="promote: git\n")
     log = events(project)
     checks = [e for e in log if e["type"] == "regression_checked"]
     assert [(c["attempt"], c["status"]) for c in checks] == [(2, "violated"), (3, "accepted")]
@@ -81,7 +87,8 @@ def test_a_second_implementation_that_breaks_a_done_dependent_is_violated_and_ro
     # Attempt 2 failed and was never promoted; attempt 3 carried the regressions.
     assert ("item_failed", 2) in kinds and ("item_succeeded", 2) not in kinds
     promoted_after = [e for e in tokens if e["type"] == "artifacts_promoted"]
-    assert kinds.index(("item_succeeded", 3)) < kinds.index(("artifacts_promoted", None), 4)
+    last_promotion = max(i for i, k in enumerate(kinds) if k[0] == "artifacts_promoted")
+    assert kinds.index(("item_succeeded", 3)) < last_promotion
     assert len(promoted_after) == 2  # the first run's and attempt 3's
     third = next(e for e in tokens if e["type"] == "item_dispatched" and e["attempt"] == 3)
     feedback = third["feedback"]
@@ -92,6 +99,25 @@ def test_a_second_implementation_that_breaks_a_done_dependent_is_violated_and_ro
     assert "an EOF token needs text" not in promoted.read_text(encoding="utf-8")
     status = json.loads(pact("status", str(project), "--json").stdout)
     assert status["status"] == "completed"
+    # promote: git: the violated attempt never reached a commit; 1 and 3 did.
+    log_of = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(project),
+            "log",
+            "--format=%s",
+            "-p",
+            "--",
+            ".pact/implementations/tokens",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "an EOF token needs text" not in log_of
+    subjects = [line for line in log_of.splitlines() if line.startswith("pact: tokens")]
+    assert subjects == ["pact: tokens implement (attempt 3)", "pact: tokens implement (attempt 1)"]
 
 
 def test_regressions_outside_the_change_s_files_are_accepted_and_listed(
