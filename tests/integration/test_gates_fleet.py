@@ -16,8 +16,9 @@ import pytest
 import redis
 
 from pact_workers.fleet import keys
-from scheduler.audit import read_events
+from scheduler.audit import is_driven, read_events
 from scheduler.events import ItemDispatched
+from scheduler.executors.celery import CeleryExecutor
 from scheduler.gates.events import ReviewDecided, ReviewRequested
 from scheduler.gates.fleet import (
     ReviewRequest,
@@ -27,6 +28,8 @@ from scheduler.gates.fleet import (
 )
 from scheduler.launch import load_state
 from scheduler.project import ProjectDir
+from scheduler.run import RunController
+from scheduler.settings import load_settings
 from tests.integration.fleet import Fleet, pact_argv
 from tests.integration.test_service import ALL_ROLES, queued_ids, runs, submit
 
@@ -142,3 +145,48 @@ def test_review_requests_through_redis_are_taken_once_and_only_for_waiting_items
     assert [(e.component_id, e.phase.value, e.approved, e.by) for e in events] == [
         ("ast_nodes", "implement", True, "e")
     ]
+
+
+def test_the_scheduler_driving_a_run_applies_a_decision_sent_through_redis(
+    redis_url: str, tmp_path: Path, example: Path
+) -> None:
+    project_dir = tmp_path / "p"
+    project_dir.mkdir()
+    (project_dir / "pact.yaml").write_text("review: gated\n")
+    done = pact(
+        "run",
+        str(example / "tree.json"),
+        "--project",
+        str(project_dir),
+        "--replay-dir",
+        str(example / "replay"),
+    )
+    assert done.returncode == 3, done.stderr
+    project = ProjectDir(project_dir)
+    run_id = load_state(project)[0].run_id
+    # The run driven over the fleet, as a scheduler holding it would: a real
+    # CeleryExecutor on the real Redis (no attempt is in flight, so no worker is needed).
+    executor = CeleryExecutor.single_run(redis_url, run_id, capacity=4)
+    controller = RunController(
+        project,
+        executor=executor,
+        store=project.store(),
+        settings=load_settings(project.settings_path),
+    )
+    controller.open()
+    try:
+        assert is_driven(project.audit_path)
+        refused = pact("approve", str(project_dir), "ast_nodes")
+        assert refused.returncode == 2 and "--broker" in refused.stderr
+        sent = pact("approve", str(project_dir), "ast_nodes", "--by", "erin", "--broker", redis_url)
+        assert sent.returncode == 0, sent.stderr
+        assert "sent to the scheduler that drives the run" in sent.stdout
+        controller.tick(had_results=False)  # its next turn takes the decision
+    finally:
+        controller.close()
+        executor.close()
+    state = load_state(project)[0]
+    assert state.item("ast_nodes", "implement").status.value == "done"
+    decided = [e for e in read_events(project.audit_path)[0] if isinstance(e, ReviewDecided)]
+    assert [(e.approved, e.by) for e in decided] == [(True, "erin")]
+    assert (project.implementations_dir / "ast_nodes" / "src" / "ast_nodes.py").is_file()
