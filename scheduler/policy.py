@@ -32,6 +32,7 @@ from pact_workers.errors import UNREACHABLE_PREFIX, ProviderUnreachable
 from pact_workers.models.work import ErrorClass, ResultMessage, SuspensionKind
 from pact_workers.runner import REJECTED, TESTS_FAILED
 from scheduler.gates.events import AUDIT_REJECTED
+from scheduler.lifecycle.guards import can_retry
 from scheduler.settings import Settings
 from scheduler.state import INTERRUPTED, ItemState
 
@@ -96,7 +97,13 @@ def decide(
     suspension = SuspensionKind.WILD if wild else None
     if cls is ErrorClass.TRANSIENT:
         failures = item.transient_failures + 1
-        if failures > settings.max_retries:
+        # The lifecycle table's can_retry guard (scheduler.lifecycle.guards) decides.
+        if not can_retry(
+            item,
+            error_class=cls,
+            max_retries=settings.max_retries,
+            max_attempts=settings.max_attempts,
+        ):
             return _retries_spent(result, settings)
         delay = backoff_s(
             failures, base_s=settings.backoff_base_s, cap_s=settings.backoff_cap_s, rng=rng
@@ -109,7 +116,12 @@ def decide(
         )
     if result.error_type in {TESTS_FAILED, REJECTED, AUDIT_REJECTED}:
         attempts = item.rejections + 1
-        if attempts < settings.max_attempts:
+        if can_retry(
+            item,
+            error_class=ErrorClass.PERMANENT,
+            max_retries=settings.max_retries,
+            max_attempts=settings.max_attempts,
+        ):
             return Decision(
                 "retry", retry_at=now, reason=f"attempt {attempts} rejected", suspension=suspension
             )
