@@ -24,10 +24,11 @@ the other. What goes into the key, and why:
   tests). A dependency whose contract or code differed changes them, so anything
   upstream that differed gives another key.
 
-Left out on purpose: the run id, the attempt number and earlier attempts' feedback
-(how an accepted answer was reached does not change what it answers), prices (they
-change what a call costs, not what it returns), verification timeouts, retry settings
-and where the project lives.
+Left out on purpose: the run id, the attempt number, earlier attempts' feedback and
+the lessons of earlier runs' retrospectives (input ``lessons``: how an accepted answer
+was reached does not change what it answers; the harness judges it against the same
+contract and tests), prices (they change what a call costs, not what it returns),
+verification timeouts, retry settings and where the project lives.
 """
 
 from __future__ import annotations
@@ -115,6 +116,10 @@ def key_basis(
     return KeyBasis(roles=roles, environment=_environment(environment, sandbox))
 
 
+#: Inputs that advise the agent but do not define its work (see the module docstring).
+ADVISORY_INPUTS = frozenset({"lessons"})
+
+
 def key_document(
     basis: KeyBasis,
     *,
@@ -143,7 +148,7 @@ def key_document(
         "role": role.value,
         **basis.roles[role],
         "environment": basis.environment,
-        "inputs": dict(inputs),
+        "inputs": {k: v for k, v in inputs.items() if k not in ADVISORY_INPUTS},
         "verify_inputs": dict(verify_inputs),
     }
 

@@ -100,7 +100,13 @@ def promoted(project_dir: Path) -> dict[str, bytes]:
     out = {}
     for base in (project.contracts_dir, project.implementations_dir):
         for path in sorted(base.rglob("*")):
-            if path.is_file() and path.name != "test_results.json":
+            # Provenance sidecars (*.meta.json) name the run, its times and workers, like
+            # test_results.json: records, not artifacts.
+            if (
+                path.is_file()
+                and path.name != "test_results.json"
+                and not path.name.endswith(".meta.json")
+            ):
                 out[path.relative_to(project.root).as_posix()] = path.read_bytes()
     return out
 

@@ -434,3 +434,13 @@ def test_the_code_author_prompt_shows_the_lessons_input() -> None:
     broken = {**request.inputs, "lessons": {"lessons.json": b"not json"}}
     prompt = render_prompt(replace(request, inputs=broken)).user
     assert "Lessons from earlier runs" not in prompt
+
+
+def test_lessons_do_not_change_the_action_key() -> None:
+    from tests.unit.test_action_cache import key_of
+
+    spec = {"spec": "sha256:" + "a" * 64}
+    plain = key_of(inputs=spec)
+    advised = key_of(inputs={**spec, "lessons": "sha256:" + "c" * 64})
+    assert advised == plain  # a verified result is served whatever the lessons were
+    assert key_of(inputs={**spec, "contract": "sha256:" + "c" * 64}) != plain
