@@ -58,6 +58,8 @@ def test_a_failed_run_writes_its_retrospective_and_later_runs_show_its_lessons(
         "agents": {"default": {"backend": "anthropic", "model": MODEL}},
         "prices": {MODEL: PRICES},
         "max_attempts": 1,
+        # Every code author is asked (served from the cache, it would send no prompt).
+        "cache": "off",
     }
     first, second = tmp_path / "first", tmp_path / "second"
     oracle = BrokenEvaluator(example / "replay")
