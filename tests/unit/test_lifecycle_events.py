@@ -85,3 +85,21 @@ def test_dependents_are_the_done_components_whose_closure_includes_it() -> None:
     for phase in (Phase.CONTRACT, Phase.TEST, Phase.INTEGRATE):
         run.finish("root", phase)
     assert dependents_of(run.state, "c1") == ["root"]
+
+
+def test_the_metrics_count_in_flight_items_by_what_their_workers_report() -> None:
+    from prometheus_client import generate_latest
+
+    from scheduler.metrics import SchedulerMetrics
+
+    run = Run()
+    for cid in ("c1", "c2"):
+        run.log(ItemDispatched(component_id=cid, phase=Phase.CONTRACT, attempt=1, role="r"))
+    for event in progress_events(run.state, [(("c2", Phase.CONTRACT, 1), "verify")]):
+        run.log(event)
+    metrics = SchedulerMetrics()
+    metrics.update([("active", run.state, 0)])
+    text = generate_latest(metrics.registry).decode()
+    assert 'pact_in_flight_items_by_status{status="dispatched"} 1.0' in text
+    assert 'pact_in_flight_items_by_status{status="verifying"} 1.0' in text
+    assert 'pact_in_flight_items_by_status{status="running"} 0.0' in text
