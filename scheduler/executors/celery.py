@@ -315,11 +315,19 @@ class CeleryExecutor:
         return parse_request(raw) if isinstance(raw, bytes) else None
 
     def revoke(self, attempts: list[tuple[str, Phase, int]]) -> None:
-        """Revoke the tasks of fenced attempts: a worker that has not started one skips
-        it (one that has finishes, and its result is dropped by the fencing)."""
+        """Fence and revoke the tasks of cancelled attempts: each item's current attempt
+        moves past them, so a worker that takes one later finds it superseded and skips
+        it (also one that was offline when the revoke was broadcast); one already
+        running finishes, and its result is dropped by the fencing."""
         ids = [task_id_of((self.run_id, c, p, a)) for c, p, a in attempts]
-        if ids:
-            self.fleet.celery.control.revoke(ids)
+        if not ids:
+            return
+        pipe = self.fleet.client.pipeline(transaction=False)
+        for c, p, a in attempts:
+            key = keys.current_attempt(self.run_id, c, p.value)
+            pipe.set(key, str(a + 1), ex=keys.CURRENT_ATTEMPT_TTL_S)
+        pipe.execute()
+        self.fleet.celery.control.revoke(ids)
 
 
 def task_id(task: TaskMessage) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from pact_workers.app import QUEUES
+from pact_workers.fleet import keys
 from pact_workers.models.work import Phase
 from scheduler.events import ItemDispatched, ItemSucceeded
 from scheduler.lifecycle.events import RunCancelled
@@ -73,6 +74,18 @@ def test_cancel_of_a_fleet_run_leaves_no_task_and_resume_completes_it(
         assert log[at].by == "alice" and log[at].items  # type: ignore[union-attr]
         assert not [e for e in log[at + 1 :] if isinstance(e, ItemSucceeded | ItemDispatched)]
         fenced = {tuple(k) for k in log[at].items}  # type: ignore[union-attr]
+        # Each attempt in flight at the cancel is superseded for the workers, so that one
+        # taking its message late skips it.
+        flying = {}
+        for e in log[:at]:
+            if isinstance(e, ItemDispatched):
+                flying[(e.component_id, e.phase)] = e.attempt
+            elif isinstance(e, ItemSucceeded):
+                flying.pop((e.component_id, e.phase), None)
+        for (cid, phase), attempt in flying.items():
+            if (cid, phase) in fenced:
+                current = client.get(keys.current_attempt(run_id, cid, phase.value))
+                assert current == str(attempt + 1).encode(), (cid, phase, current)
 
         time.sleep(1.0)
         resumed = fleet.pact(
