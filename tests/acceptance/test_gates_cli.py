@@ -48,15 +48,6 @@ def test_demo_with_gates_blocking_completes_and_shows_the_teachback_at_work(
     assert "1 teachback(s) corrected" in shown.stdout
 
 
-def test_demo_in_advisory_mode_counts_what_blocking_would_have_held(tmp_path: Path) -> None:
-    project = tmp_path / "demo"
-    done = pact("demo", str(project))
-    assert done.returncode == 0, done.stderr
-    assert [e["type"] for e in events(project)].count("gate_would_have_blocked") == 1
-    assert status(project)["gates"]["would_have_blocked"] == 1
-    assert "1 work call(s) would have blocked" in pact("status", str(project)).stdout
-
-
 def hold(project: Path, example: Path) -> Path:
     """Run the example with review: gated into ``project``: it stops with ast_nodes
     awaiting review."""
@@ -120,6 +111,13 @@ def test_reject_sends_the_note_as_feedback_to_a_new_attempt(held_run: Path) -> N
     summaries = [f["summary"] for f in dispatched[1]["feedback"]]
     assert f"rejected in review by bob: {note}" in summaries
     assert status(held_run)["gates"]["awaiting_review"] == [GATED]
+
+
+def test_advisory_mode_counts_what_blocking_would_have_held(held_once: Path) -> None:
+    # The held run sets only review: gated, so its gates are advisory (the default).
+    assert [e["type"] for e in events(held_once)].count("gate_would_have_blocked") == 1
+    assert status(held_once)["gates"]["would_have_blocked"] == 1
+    assert "1 work call(s) would have blocked" in pact("status", str(held_once)).stdout
 
 
 @pytest.mark.parametrize(
