@@ -11,6 +11,7 @@ from pact_workers.models.work import ItemStatus, Phase
 from scheduler.audit import AuditLog
 from scheduler.events import RunResumed
 from scheduler.fold import PACT_PHASE_ORDER, apply
+from scheduler.lifecycle.cancel import REQUEST_FILE
 from scheduler.project import ProjectDir
 from scheduler.state import RunState, RunStatus, final_phase
 from scheduler.state_index import PACT_PHASE
@@ -164,4 +165,6 @@ def execute_resume(
     new = apply(state.model_copy(deep=True), event)
     new.project_dir = state.project_dir
     project.write_state(new)
+    # A resume lifts a cancel: a request no process took before it stopped is void.
+    (project.pact / REQUEST_FILE).unlink(missing_ok=True)
     return new

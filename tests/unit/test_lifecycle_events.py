@@ -3,6 +3,8 @@ workers, cancels, and who depends on a promoted component (pure, no servers)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pact_workers.errors import InputError
@@ -103,3 +105,19 @@ def test_the_metrics_count_in_flight_items_by_what_their_workers_report() -> Non
     assert 'pact_in_flight_items_by_status{status="dispatched"} 1.0' in text
     assert 'pact_in_flight_items_by_status{status="verifying"} 1.0' in text
     assert 'pact_in_flight_items_by_status{status="running"} 0.0' in text
+
+
+def test_a_resume_voids_a_cancel_request_no_process_took(tmp_path: Path) -> None:
+    from scheduler.lifecycle.cancel import REQUEST_FILE, request_cancel
+    from scheduler.rebuild import rebuild_state
+    from scheduler.resume import compute_resume_strategy, execute_resume
+    from tests.runs import RunBuilder
+
+    builder = RunBuilder(tmp_path, star_tree(2))
+    builder.complete("c1")
+    builder.fail_run("stopped for the test")
+    project = builder.close()
+    request_cancel(project, CancelRequest(by="alice"))
+    state = rebuild_state(project.root)
+    execute_resume(state, compute_resume_strategy(state, project))
+    assert not (project.pact / REQUEST_FILE).exists()
