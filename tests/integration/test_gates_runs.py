@@ -275,3 +275,19 @@ def test_an_attempt_the_harness_rejected_is_never_promoted_whatever_the_auditor_
     assert promoted == (replay_copy / "evaluator" / "src" / "evaluator.py").read_bytes()
     rejected = replay_copy / "evaluator" / "attempts" / "implement-1" / "src" / "evaluator.py"
     assert promoted != rejected.read_bytes()
+
+
+def test_review_all_holds_every_verified_implementation_whatever_its_score(
+    tmp_path: Path, example: Path
+) -> None:
+    state, _, project = run(example, example / "replay", tmp_path / "p", review="all")
+    assert state.status is RunStatus.PAUSED
+    held = sorted(key for key, i in state.items.items() if i.status is ItemStatus.AWAITING_REVIEW)
+    # The leaves that depend on no other component are verified first, and all wait,
+    # scores 6 and 7 alike; nothing was promoted past its contract and tests.
+    assert held == ["ast_nodes/implement", "environment/implement", "tokens/implement"]
+    scores = {key: state.items[key].gates.record.score for key in held}  # type: ignore[union-attr]
+    assert scores["ast_nodes/implement"] == 7 and scores["tokens/implement"] == 6
+    assert not project.implementations_dir.exists() or not any(
+        project.implementations_dir.iterdir()
+    )
