@@ -32,6 +32,7 @@ from scheduler.events import (
     RunPaused,
     RunStarted,
 )
+from scheduler.interview.recorded import InterviewRecorded
 from scheduler.validation.quality import VAGUE_PATTERNS
 
 #: A test function in a suite (module level or in a class).
@@ -145,9 +146,13 @@ def generate_retrospective(project_dir: Path) -> RunRetrospective:
     status = "active"
     pauses: list[RunPaused] = []
     fail_reason = ""
+    planning = 0.0
     for event in events:
         if isinstance(event, ItemSucceeded | ItemFailed):
             cost[event.component_id] += event.usage.cost_usd
+        elif isinstance(event, InterviewRecorded):
+            # What pact plan's interview and decomposition cost: the run's, no component's.
+            planning += sum(u.cost_usd for u in event.usage.values())
         if isinstance(event, ItemSucceeded):
             accepted[(event.component_id, event.phase)] = event
         elif isinstance(event, ItemFailed):
@@ -185,7 +190,7 @@ def generate_retrospective(project_dir: Path) -> RunRetrospective:
     }
     return RunRetrospective(
         run_id=started.run_id,
-        total_cost=round(sum(cost.values()), 6),
+        total_cost=round(sum(cost.values()) + planning, 6),
         total_duration_seconds=round(max(duration, 0.0), 3),
         components_count=len(components),
         plan_revisions=len(revisions),

@@ -17,6 +17,7 @@ from pact_workers.models.contract import ComponentContract
 from pact_workers.models.testing import ContractTestSuite, TestResults
 from pact_workers.models.work import ErrorClass, Phase, Role, Usage
 from scheduler.events import ItemDispatched, ItemFailed, ItemSucceeded
+from scheduler.interview.recorded import InterviewRecorded
 from scheduler.provenance import (
     ArtifactMetadata,
     BaselineError,
@@ -328,6 +329,22 @@ def test_retrospective_captures_cost(tmp_path: Path) -> None:
     )
     assert retro.components_count == 4
     assert retro.total_duration_seconds >= 0
+
+
+def test_retrospective_cost_includes_what_planning_cost(tmp_path: Path) -> None:
+    builder = RunBuilder(tmp_path, star_tree(1))
+    builder.log(
+        InterviewRecorded(
+            output="sha256:" + "0" * 64,
+            usage={"interviewer": Usage(cost_usd=0.25), "decomposer": Usage(cost_usd=0.5)},
+        )
+    )
+    builder.complete("c1")
+    builder.close()
+    retro = generate_retrospective(tmp_path)
+    assert retro.total_cost == pytest.approx(0.75 + 0.03)
+    assert retro.cost_distribution["c1"] == pytest.approx(0.03)
+    assert rebuild_state(tmp_path).usage.cost_usd == pytest.approx(retro.total_cost)
 
 
 def test_retrospective_identifies_largest_suite(tmp_path: Path) -> None:
