@@ -235,8 +235,8 @@ class ResultHandling:
         files = self.store.get_bundle(item.output)
         paths = self.project.promote(component_id, phase, files, item.test_results)
         self._log(ArtifactsPromoted(component_id=component_id, phase=phase, paths=paths))
-        if self.settings.promote == "git":
-            commit_item(self.project, self.state, self.settings, component_id, phase, paths)
         # Provenance: the item's .meta.json sidecar, and the component's baseline once
         # its implementation is verified.
         record_promotion(self.project, self.state, component_id, phase)
+        if self.settings.promote == "git":
+            commit_item(self.project, self.state, self.settings, component_id, phase, paths)
