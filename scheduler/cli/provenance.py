@@ -64,6 +64,14 @@ def retrospective(
     costly = sorted(retro.cost_distribution.items(), key=lambda kv: -kv[1])[:5]
     say("costliest components: " + ", ".join(f"{c} {format_usd(v)}" for c, v in costly))
     say_some(retro.failure_patterns, label="pattern", limit=20)
+    if retro.would_have_blocked:
+        calls = sum(b.count for b in retro.would_have_blocked)
+        say(f"gates (advisory): {calls} work call(s) would have blocked")
+    say_some(
+        (f"{b.item} x{b.count}: {b.reason}" for b in retro.would_have_blocked),
+        label="would have blocked",
+        limit=50,
+    )
     say_some(retro.lessons, label="lesson", limit=20)
     raise typer.Exit(EXIT_OK)
 

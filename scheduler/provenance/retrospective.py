@@ -32,6 +32,7 @@ from scheduler.events import (
     RunPaused,
     RunStarted,
 )
+from scheduler.gates.events import GateWouldHaveBlocked
 from scheduler.interview.recorded import InterviewRecorded
 from scheduler.validation.quality import VAGUE_PATTERNS
 
@@ -40,6 +41,17 @@ _TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+test_\w*\s*\(", re.MULTILINE)
 
 #: Most lessons kept per retrospective (the most expensive problems first).
 MAX_LESSONS = 12
+
+
+class WouldHaveBlocked(BaseModel):
+    """An item that advisory gates let through but blocking gates would have held."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item: str = Field(description="component/phase")
+    count: int = Field(description="How many of its work calls would have blocked")
+    score: int = Field(description="Variety score of the latest one")
+    reason: str = Field(description="Why, as the latest gate_would_have_blocked says")
 
 
 class RunRetrospective(BaseModel):
@@ -59,6 +71,10 @@ class RunRetrospective(BaseModel):
         default_factory=list, description="Detected failure patterns"
     )
     lessons: list[str] = Field(default_factory=list, description="Inferred lessons for future runs")
+    would_have_blocked: list[WouldHaveBlocked] = Field(
+        default_factory=list,
+        description="Advisory gates: the items blocking mode would have held, per item",
+    )
     #: How the run ended (``completed``, ``failed``, or ``active``/``paused`` when
     #: generated before its end) and when this was written.
     status: str = ""
@@ -147,6 +163,7 @@ def generate_retrospective(project_dir: Path) -> RunRetrospective:
     pauses: list[RunPaused] = []
     fail_reason = ""
     planning = 0.0
+    blocked: dict[str, WouldHaveBlocked] = {}
     for event in events:
         if isinstance(event, ItemSucceeded | ItemFailed):
             cost[event.component_id] += event.usage.cost_usd
@@ -157,6 +174,8 @@ def generate_retrospective(project_dir: Path) -> RunRetrospective:
             accepted[(event.component_id, event.phase)] = event
         elif isinstance(event, ItemFailed):
             failures[(event.component_id, event.phase)].append(event)
+        elif isinstance(event, GateWouldHaveBlocked):
+            blocked[f"{event.component_id}/{event.phase.value}"] = _blocked(blocked, event)
         elif isinstance(event, ContractChecked) and not event.accepted:
             rejected_contracts[event.component_id] += 1
         elif isinstance(event, RunPaused):
@@ -199,8 +218,21 @@ def generate_retrospective(project_dir: Path) -> RunRetrospective:
         cost_distribution={cid: round(cost.get(cid, 0.0), 6) for cid in components},
         failure_patterns=patterns,
         lessons=specific_lessons(lessons, names),
+        would_have_blocked=[blocked[item] for item in sorted(blocked)],
         status=status,
         generated_at=events[-1].ts,
+    )
+
+
+def _blocked(seen: dict[str, WouldHaveBlocked], event: GateWouldHaveBlocked) -> WouldHaveBlocked:
+    """The item's count with ``event`` added; its score and reason are the latest."""
+    item = f"{event.component_id}/{event.phase.value}"
+    earlier = seen.get(item)
+    return WouldHaveBlocked(
+        item=item,
+        count=(earlier.count if earlier else 0) + 1,
+        score=event.score,
+        reason=event.reason,
     )
 
 

@@ -99,6 +99,9 @@ def test_review_gated_stops_with_the_item_awaiting_review_and_approve_completes_
     decided = [e for e in events(held_run) if e["type"] == "review_decided"]
     assert [(e["approved"], e["by"], e["note"]) for e in decided] == [(True, "alice", "reads well")]
     assert pact("review", str(held_run)).stdout.strip() == "no item awaits review"
+    saved = json.loads(pact("retrospective", str(held_run), "--json").stdout)
+    assert saved["saved"] is True
+    assert [b["item"] for b in saved["would_have_blocked"]] == [GATED]
 
 
 def test_reject_sends_the_note_as_feedback_to_a_new_attempt(held_run: Path) -> None:
@@ -118,6 +121,23 @@ def test_advisory_mode_counts_what_blocking_would_have_held(held_once: Path) -> 
     assert [e["type"] for e in events(held_once)].count("gate_would_have_blocked") == 1
     assert status(held_once)["gates"]["would_have_blocked"] == 1
     assert "1 work call(s) would have blocked" in pact("status", str(held_once)).stdout
+
+
+def test_the_retrospective_counts_what_advisory_gates_would_have_blocked(
+    held_once: Path,
+) -> None:
+    # The held run has not ended, so the retrospective is generated from its log.
+    retro = json.loads(pact("retrospective", str(held_once), "--json").stdout)
+    assert [(b["item"], b["count"], b["score"]) for b in retro["would_have_blocked"]] == [
+        (GATED, 1, 7)
+    ]
+    logged = next(e for e in events(held_once) if e["type"] == "gate_would_have_blocked")
+    assert retro["would_have_blocked"][0]["reason"] == logged["reason"]
+    assert "score 7" in logged["reason"]
+    shown = pact("retrospective", str(held_once))
+    assert shown.returncode == 0, shown.stderr
+    assert "gates (advisory): 1 work call(s) would have blocked" in shown.stdout
+    assert f"{GATED} x1: " in shown.stdout
 
 
 @pytest.mark.parametrize(
