@@ -27,14 +27,8 @@ How files move (nothing is shared with the host, no bind mount):
 from __future__ import annotations
 
 import logging
-import os
-import select
-import signal
-import socket
-import struct
 import threading
 import time
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -43,16 +37,28 @@ from typing import Any
 from pact_workers.errors import EnvironmentSpecError, SandboxError
 from pact_workers.models.environment import EnvironmentSpec
 from pact_workers.sandbox.archives import (
-    SANDBOX_UID,
     WORKSPACE,
     collect_outputs,
     workspace_tar,
 )
+from pact_workers.sandbox.attach import ClosingStream, Tail, pump
 from pact_workers.sandbox.base import (
     SandboxRequest,
     SandboxResult,
     cap_text,
     safe_relpath,
+)
+from pact_workers.sandbox.containers import (
+    LABEL,
+    LABEL_OWNER,
+    LABEL_VALUE,
+    connect_from_env,
+    container_options,
+    exit_status,
+    kill_container,
+    owner_id,
+    remove_container,
+    sweep_containers,
 )
 from pact_workers.sandbox.images import (
     SandboxImageMissing,
@@ -64,6 +70,7 @@ from pact_workers.sandbox.images import (
 
 __all__ = [
     "LABEL",
+    "LABEL_OWNER",
     "LABEL_VALUE",
     "DockerSandbox",
     "SandboxImageMissing",
@@ -74,17 +81,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Every sandbox container (and its workspace volume) carries ``pact-fleet=sandbox``.
-LABEL = "pact-fleet"
-LABEL_VALUE = "sandbox"
-LABEL_OWNER = "pact-fleet.owner"
-LABEL_RUN = "pact-fleet.run"
-LABEL_ITEM = "pact-fleet.item"
-#: Request env vars whose values also label the container (for ``docker ps`` triage).
-LABEL_ENV_VARS = {"PACT_RUN_ID": LABEL_RUN, "PACT_ITEM_ID": LABEL_ITEM}
-
-
-TMP_SIZE_MB = 64
 #: PATH of an image whose config names none (the Debian default).
 DEFAULT_IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: How long output may still drain after a kill before the stream is abandoned.
@@ -92,9 +88,6 @@ KILL_GRACE_S = 10.0
 #: Limits of the cheap container that checks the interpreter and required tools.
 CHECK_TIMEOUT_S = 60.0
 CHECK_MEMORY_MB = 128
-#: docker-init (tini) exits 128 + N when the command died of signal N.
-_SIGNAL_EXIT_BASE = 128
-_STREAM_HEADER = struct.Struct(">BxxxL")
 
 
 class DockerSandbox:
@@ -130,7 +123,7 @@ class DockerSandbox:
         self._labels = {
             **(labels or {}),
             LABEL: LABEL_VALUE,
-            LABEL_OWNER: _owner_id(),
+            LABEL_OWNER: owner_id(),
         }
         self._sweep = sweep
         self._lock = threading.Lock()
@@ -334,24 +327,28 @@ class DockerSandbox:
         try:
             with docker_errors(f"creating a sandbox container of {tag}"):
                 container = client.containers.create(
-                    tag, argv, **self._container_options(env, request)
+                    tag,
+                    argv,
+                    **container_options(
+                        self._labels, env, request, engine_cpus=self._engine_cpus()
+                    ),
                 )
                 if files:
                     container.put_archive(WORKSPACE, workspace_tar(files))
                 stream = client.api.attach_socket(
                     container.id, params={"stdout": 1, "stderr": 1, "stream": 1}
                 )
-            out = _Tail(request.max_output_bytes)
-            err = _Tail(request.max_output_bytes)
-            with _ClosingStream(stream) as raw, docker_errors("running a sandbox container"):
+            out = Tail(request.max_output_bytes)
+            err = Tail(request.max_output_bytes)
+            with ClosingStream(stream) as raw, docker_errors("running a sandbox container"):
                 container.start()
                 started = time.monotonic()
                 try:
-                    finished = _pump(raw, out, err, deadline=started + request.timeout_s)
+                    finished = pump(raw, out, err, deadline=started + request.timeout_s)
                     timed_out = not finished
                     if timed_out:
-                        _kill(container)
-                        _pump(raw, out, err, deadline=time.monotonic() + KILL_GRACE_S)
+                        kill_container(container)
+                        pump(raw, out, err, deadline=time.monotonic() + KILL_GRACE_S)
                 except OSError as exc:  # the engine went away under the attach stream
                     raise SandboxUnavailable(
                         f"lost the output stream of a sandbox container ({exc}); "
@@ -371,7 +368,7 @@ class DockerSandbox:
             with docker_errors("collecting outputs from a sandbox container"):
                 collected = collect_outputs(client, container, collect, request.max_collect_bytes)
             return _Outcome(
-                exit_code=_exit_code(exit_code, timed_out=timed_out),
+                exit_code=exit_status(exit_code, timed_out=timed_out),
                 stdout_tail=out.data(),
                 stderr_tail=err.data(),
                 duration_s=duration_s,
@@ -381,7 +378,7 @@ class DockerSandbox:
             )
         finally:
             if container is not None:
-                _remove(container)
+                remove_container(container)
 
     def _engine_cpus(self) -> float:
         """The engine's CPU count: it refuses a CPU limit above it, so requests are capped."""
@@ -389,75 +386,6 @@ class DockerSandbox:
             with docker_errors("asking the Docker engine for its CPU count"):
                 self._cpus = float(self.client().info().get("NCPU") or 1)
         return self._cpus
-
-    def _container_options(self, env: Mapping[str, str], request: SandboxRequest) -> dict[str, Any]:
-        from docker.types import LogConfig, Mount  # type: ignore[import-untyped]
-
-        labels = dict(self._labels)
-        for var, label in LABEL_ENV_VARS.items():
-            if var in request.environment.env_vars:
-                labels[label] = request.environment.env_vars[var]
-        memory = f"{request.max_memory_mb}m"
-        return {
-            "environment": dict(env),
-            "working_dir": WORKSPACE,
-            "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
-            "labels": labels,
-            # The workspace: an anonymous volume owned by this container (removed with
-            # it), the one writable place besides /tmp.
-            "mounts": [Mount(target=WORKSPACE, source=None, type="volume", labels=labels)],
-            "read_only": True,
-            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={TMP_SIZE_MB}m,mode=1777"},
-            "network_mode": "bridge" if request.network else "none",
-            "nano_cpus": max(1, int(min(request.cpus, self._engine_cpus()) * 1e9)),
-            # memswap == mem: no swap, so a hog is killed instead of thrashing.
-            "mem_limit": memory,
-            "memswap_limit": memory,
-            "pids_limit": request.max_pids,
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
-            # An init as pid 1 reaps orphans and forwards signals; killing it at the
-            # timeout takes the whole pid namespace down.
-            "init": True,
-            "stdin_open": False,
-            "tty": False,
-            # Output is read from the attach stream; nothing is logged on the host.
-            "log_config": LogConfig(type=LogConfig.types.NONE),
-        }
-
-
-def connect_from_env(*, timeout_s: float = 120.0) -> Any:
-    """A ``docker.DockerClient`` for the engine ``DOCKER_HOST`` (or the CLI context) names.
-
-    Raises:
-        SandboxUnavailable: no engine answers; the message says what to do.
-    """
-    import docker  # type: ignore[import-untyped]
-
-    try:
-        with docker_errors("connecting to the Docker engine"):
-            return docker.from_env(timeout=max(1, int(timeout_s)))
-    except SandboxUnavailable as exc:
-        _close_leaked_sockets(exc)
-        raise
-
-
-def _close_leaked_sockets(exc: BaseException) -> None:
-    """Close sockets left open in the frames of a failed connection attempt.
-
-    docker-py's unix-socket transport does not close its socket when ``connect()``
-    fails; only the traceback still references it, and it would be finalised (with a
-    ResourceWarning) whenever the exception is collected.
-    """
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        for frame, _ in traceback.walk_tb(current.__traceback__):
-            for value in list(frame.f_locals.values()):
-                if isinstance(value, socket.socket):
-                    value.close()
-        current = current.__cause__ or current.__context__
 
 
 @dataclass(frozen=True)
@@ -469,151 +397,3 @@ class _Outcome:
     timed_out: bool
     oom_killed: bool
     files: dict[str, bytes]
-
-
-class _Tail:
-    """Counts a stream and keeps its last ``limit + 1`` bytes (enough for ``cap_text``)."""
-
-    def __init__(self, limit: int) -> None:
-        self.keep = limit + 1
-        self.total = 0
-        self._buf = bytearray()
-
-    def add(self, data: bytes) -> None:
-        self.total += len(data)
-        self._buf += data
-        if len(self._buf) > 2 * self.keep:  # trim in batches, not on every write
-            del self._buf[: -self.keep]
-
-    def data(self) -> bytes:
-        return bytes(self._buf[-self.keep :])
-
-
-def _pump(raw: socket.socket, out: _Tail, err: _Tail, *, deadline: float) -> bool:
-    """Demultiplex the attach stream into ``out``/``err`` until EOF (True) or ``deadline``."""
-    pending = b""
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        ready, _, _ = select.select([raw], [], [], remaining)
-        if not ready:
-            return False
-        chunk = raw.recv(65536)
-        if not chunk:
-            return True
-        pending += chunk
-        while len(pending) >= _STREAM_HEADER.size:
-            kind, size = _STREAM_HEADER.unpack_from(pending)
-            end = _STREAM_HEADER.size + size
-            if len(pending) < end:
-                break
-            (err if kind == 2 else out).add(pending[_STREAM_HEADER.size : end])
-            pending = pending[end:]
-
-
-class _ClosingStream:
-    """The raw socket under docker-py's attach response, closed (both layers) on exit."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def __enter__(self) -> socket.socket:
-        raw = getattr(self._stream, "_sock", self._stream)
-        raw.settimeout(None)  # select() does the waiting
-        return raw  # type: ignore[no-any-return]
-
-    def __exit__(self, *exc: object) -> None:
-        raw = getattr(self._stream, "_sock", None)
-        self._stream.close()
-        if raw is not None:
-            raw.close()
-
-
-def _exit_code(code: int, *, timed_out: bool) -> int:
-    """Report like ``Popen.returncode`` (and so like the local sandbox): -N for signal N.
-
-    An OOM kill of the command shows as -9 here too; an OOM kill of one of its children
-    (the command survived) keeps the command's own exit code.
-    """
-    if timed_out:
-        return -signal.SIGKILL
-    if _SIGNAL_EXIT_BASE < code < _SIGNAL_EXIT_BASE + 64:
-        return -(code - _SIGNAL_EXIT_BASE)
-    return code
-
-
-def _kill(container: Any) -> None:
-    try:
-        container.kill()
-    except _errors().APIError as exc:
-        # 409: it exited between the timeout and the kill; nothing left to kill.
-        if exc.status_code != 409:
-            raise
-
-
-def _remove(container: Any) -> None:
-    """Remove the container and its workspace volume, also after errors."""
-    try:
-        container.remove(force=True, v=True)
-    except _errors().NotFound:
-        pass
-    except Exception:
-        # Not raised over the run's own outcome: the next sweep will find it by label.
-        pass
-
-
-def _errors() -> Any:
-    """docker-py's exception module, imported when first needed (it has no type stubs)."""
-    import docker.errors  # type: ignore[import-untyped]
-
-    return docker.errors
-
-
-def _owner_id() -> str:
-    """``host:pid`` of this process, so a sweep can tell orphans from live siblings."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _owner_alive(owner: str) -> bool:
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True  # another machine's: not ours to judge
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def sweep_containers(client: Any, *, orphans_only: bool = False) -> int:
-    """Remove sandbox containers (label ``pact-fleet=sandbox``) and unused sandbox volumes.
-
-    Args:
-        client: a ``docker.DockerClient``.
-        orphans_only: keep containers whose owning process (on this host) is alive,
-            so a worker that starts does not kill its siblings' runs.
-
-    Returns:
-        How many containers were removed.
-    """
-    removed = 0
-    # sparse: the labels come with the list itself; a full listing inspects every
-    # container and fails with 404 when a sibling removes one of them meanwhile.
-    listed = client.containers.list(
-        all=True, sparse=True, filters={"label": f"{LABEL}={LABEL_VALUE}"}
-    )
-    for container in listed:
-        owner = (container.attrs.get("Labels") or {}).get(LABEL_OWNER, "")
-        if orphans_only and owner and _owner_alive(owner):
-            continue
-        try:
-            container.remove(force=True, v=True)
-            removed += 1
-        except _errors().NotFound:
-            pass  # removed by its owner meanwhile
-    # Workspace volumes a failed removal left behind; prune spares volumes still in use.
-    client.volumes.prune(filters={"label": f"{LABEL}={LABEL_VALUE}"})
-    return removed
