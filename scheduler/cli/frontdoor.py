@@ -13,17 +13,19 @@ import typer
 from pact_workers.errors import AgentError
 from pact_workers.models.interview import InterviewerOutput
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
+from scheduler.cli.importing import run_imported
 from scheduler.cli.interrupt import interruptible
-from scheduler.cli.planview import print_plan
-from scheduler.cli.runs import (
+from scheduler.cli.options import (
     AgentOption,
     BrokerOption,
     ExecutorOption,
+    JsonOption,
+    ReplayDirOption,
     SandboxOption,
     WorkersOption,
 )
+from scheduler.cli.planview import print_plan
 from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
-from scheduler.commands.pactimport import ImportPlan, import_pact
 from scheduler.commands.pactverify import verify_pact
 from scheduler.commands.plan import plan_task
 from scheduler.commands.runs import run_tree
@@ -46,7 +48,7 @@ def verify(
             "--timeout", envvar="PACT_VERIFY_TIMEOUT", help="Seconds one component's tests may run"
         ),
     ] = 300.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Re-verify a Pact project's implementations against its contract tests and compare
     the counts with those Pact recorded (exit 1 on any difference)."""
@@ -79,43 +81,25 @@ def import_(
         Path, typer.Option(envvar="PACT_PROJECT", help="New directory the run is written to")
     ],
     agent: AgentOption = None,
-    replay_dir: Annotated[
-        Path | None,
-        typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts the replay agent serves"),
-    ] = None,
+    replay_dir: ReplayDirOption = None,
     workers: WorkersOption = 4,
     sandbox: SandboxOption = "local",
     executor: ExecutorOption = "local",
     broker: BrokerOption = None,
 ) -> None:
     """Start a run from an existing Pact project: what it produced is re-verified by the
-    harness instead of re-authored; what fails or is missing is authored."""
-
-    def show(plan: ImportPlan) -> None:
-        for finding in plan.findings:
-            say(finding, label=f"contract {finding.severity}")
-        say(
-            f"importing {len(plan.artifacts)} artifacts of {len(plan.tree.nodes)} components "
-            f"from {plan.project.pact_dir}",
-            to_err=True,
-        )
-
-    with user_errors(), interruptible(project) as stop, progress_display() as progress:
-        _, state = import_pact(
-            pact_path=pact_dir,
-            project_dir=project,
-            agent_name=agent,
-            replay_dir=replay_dir,
-            workers=workers,
-            sandbox_name=sandbox,
-            listener=ProgressListener(progress),
-            stop=stop,
-            on_plan=show,
-            executor_name=executor,
-            broker_url=broker,
-        )
-    print_summary(state, project)
-    raise typer.Exit(exit_for(state))
+    harness instead of re-authored; what fails or is missing is authored (the same as
+    ``pact run --from-pact``)."""
+    run_imported(
+        pact_dir=pact_dir,
+        project=project,
+        agent=agent,
+        replay_dir=replay_dir,
+        workers=workers,
+        sandbox=sandbox,
+        executor=executor,
+        broker=broker,
+    )
 
 
 @app.command()
@@ -149,10 +133,7 @@ def plan(
             envvar="PACT_AGENT", help="Who interviews and decomposes: replay, anthropic, openai"
         ),
     ] = "replay",
-    replay_dir: Annotated[
-        Path | None,
-        typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts the replay agent serves"),
-    ] = None,
+    replay_dir: ReplayDirOption = None,
     then_run: Annotated[
         bool,
         typer.Option("--run", envvar="PACT_PLAN_RUN", help="Run the tree once it is planned"),

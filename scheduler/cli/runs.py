@@ -11,8 +11,26 @@ from pact_workers.agents.factory import AGENTS
 from scheduler import commands
 from scheduler.audit import is_driven
 from scheduler.cache import cache_report
-from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
+from scheduler.cli.app import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    app,
+    print_json,
+    say,
+    user_errors,
+)
+from scheduler.cli.importing import run_imported
 from scheduler.cli.interrupt import interruptible
+from scheduler.cli.options import (
+    AgentOption,
+    BrokerOption,
+    ExecutorOption,
+    JsonOption,
+    ProjectArgument,
+    SandboxOption,
+    WorkersOption,
+)
 from scheduler.cli.planview import print_plan
 from scheduler.cli.provenance import print_provenance
 from scheduler.cli.views import (
@@ -30,36 +48,16 @@ from scheduler.project import ProjectDir
 from scheduler.regression.report import regressions_report
 from scheduler.report import poisoned_items, summary_rows
 
-AgentOption = Annotated[
-    str | None,
-    typer.Option(
-        envvar="PACT_AGENT",
-        help=f"Who writes the artifacts: {', '.join(AGENTS)} "
-        "(default: the backend pact.yaml's agents: names, else replay)",
-    ),
-]
-SandboxOption = Annotated[
-    str,
-    typer.Option(
-        envvar="PACT_SANDBOX",
-        help="Where agents and tests run: local (a subprocess; isolates nothing) or docker",
-    ),
-]
-ExecutorOption = Annotated[
-    str, typer.Option(envvar="PACT_EXECUTOR", help="local (in-process) or celery (the fleet)")
-]
-BrokerOption = Annotated[
-    str | None, typer.Option(envvar="PACT_BROKER_URL", help="redis:// URL of the fleet")
-]
-WorkersOption = Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")]
-
 
 @app.command()
 def run(
-    tree: Annotated[Path, typer.Argument(help="tree.json (Pact's format) or tree.yaml")],
     project: Annotated[
         Path, typer.Option("--project", envvar="PACT_PROJECT", help="Project directory to run into")
     ],
+    tree: Annotated[
+        Path | None,
+        typer.Argument(help="tree.json (Pact's format) or tree.yaml (not with --from-pact)"),
+    ] = None,
     agent: AgentOption = None,
     replay_dir: Annotated[
         Path | None, typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent")
@@ -76,8 +74,29 @@ def run(
             help="Validate the tree, settings, agent and project directory; write nothing",
         ),
     ] = False,
+    from_pact: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-pact",
+            envvar="PACT_FROM_PACT",
+            help="Start from a Pact project (its directory or .pact/) instead of TREE: "
+            "the same as pact import",
+        ),
+    ] = None,
 ) -> None:
     """Run every component of TREE through contract, test and implementation."""
+    tree = _tree_or_pact(tree, from_pact, dry_run)
+    if from_pact is not None:
+        run_imported(
+            pact_dir=from_pact,
+            project=project,
+            agent=agent,
+            replay_dir=replay_dir,
+            workers=workers,
+            sandbox=sandbox,
+            executor=executor,
+            broker=broker,
+        )
     options = {
         "tree_path": tree,
         "project_dir": project,
@@ -114,6 +133,22 @@ def run(
     raise typer.Exit(exit_for(state))
 
 
+def _tree_or_pact(tree: Path | None, from_pact: Path | None, dry_run: bool) -> Path:
+    """TREE, or the placeholder ``--from-pact`` stands for; exit 2 when both or
+    neither is given, or when ``--dry-run`` is asked of an import."""
+    problem = ""
+    if tree is not None and from_pact is not None:
+        problem = f"give TREE ({tree}) or --from-pact ({from_pact}), not both"
+    elif tree is None and from_pact is None:
+        problem = "give TREE (a tree.json or tree.yaml) or --from-pact PACT_DIR"
+    elif from_pact is not None and dry_run:
+        problem = "--dry-run does not apply to --from-pact; run pact verify PACT_DIR instead"
+    if problem:
+        say(problem, label="error", to_err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    return tree if tree is not None else Path()
+
+
 def _warn_about_the_fleet(broker: str) -> None:
     warning = commands.fleet_warning(broker)
     if warning:
@@ -122,10 +157,8 @@ def _warn_about_the_fleet(broker: str) -> None:
 
 @app.command()
 def status(
-    project: Annotated[
-        Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
-    ],
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    project: ProjectArgument,
+    as_json: JsonOption = False,
 ) -> None:
     """Show a run's state, rebuilt from its audit log."""
     with user_errors():
@@ -236,9 +269,7 @@ def resume(
 
 @app.command()
 def rebuild(
-    project: Annotated[
-        Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
-    ],
+    project: ProjectArgument,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", envvar="PACT_DRY_RUN", help="Report only; write nothing")
     ] = False,

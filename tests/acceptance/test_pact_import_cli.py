@@ -138,3 +138,42 @@ def test_pact_import_refuses_bad_input_and_writes_nothing(example: Path, tmp_pat
     assert res.returncode == 2, res.stdout + res.stderr
     assert "contracts/lexer/interface.json" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_pact_run_from_pact_imports_like_pact_import(example: Path, tmp_path: Path) -> None:
+    pact_root = pact_project_from_example(example, tmp_path / "pact-project")
+    before = files_of(pact_root)
+    project = tmp_path / "run"
+    res = pact(
+        "run",
+        "--from-pact",
+        str(pact_root),
+        "--project",
+        str(project),
+        "--replay-dir",
+        str(example / "replay"),
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "importing 30 artifacts of 10 components" in res.stderr
+    hits = {(e.component_id, e.phase) for e in events_of(project) if isinstance(e, CacheHit)}
+    assert len(hits) == 29 and (FAILING, Phase.IMPLEMENT) not in hits
+    imported = json.loads(pact("status", str(project), "--json").stdout)["imported"]
+    assert imported["from"] == str((pact_root / ".pact").resolve())
+    assert imported["rejected"] == [f"{FAILING}/implement"]
+    assert files_of(pact_root) == before
+
+
+def test_pact_run_takes_a_tree_or_from_pact_not_both(example: Path, tmp_path: Path) -> None:
+    pact_root = pact_project_from_example(example, tmp_path / "pact-project")
+    project = tmp_path / "run"
+    tree = str(example / "tree.json")
+    res = pact("run", tree, "--from-pact", str(pact_root), "--project", str(project))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "not both" in res.stderr and "--from-pact" in res.stderr
+    res = pact("run", "--project", str(project))
+    assert res.returncode == 2 and "give TREE" in res.stderr
+    res = pact("run", "--from-pact", str(pact_root), "--project", str(project), "--dry-run")
+    assert res.returncode == 2 and "--dry-run" in res.stderr
+    res = pact("run", "--from-pact", str(tmp_path / "nowhere"), "--project", str(project))
+    assert res.returncode == 2 and "nowhere" in res.stderr and "Traceback" not in res.stderr
+    assert not project.exists()
