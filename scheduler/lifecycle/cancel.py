@@ -3,8 +3,8 @@
 Rules:
 
 - A cancel names who asks. A whole run's cancel cancels every item that is not
-  finished (pending, suspended or in flight) and pauses the run as cancelled; naming
-  items (``component`` or ``component/phase``) cancels only those.
+  finished (pending, suspended, in flight or awaiting review) and pauses the run as
+  cancelled; naming items (``component`` or ``component/phase``) cancels only those.
 - The current attempt of a cancelled item is fenced: its result, when it comes, is
   dropped; queued fleet tasks are revoked.
 - When no process drives the run, ``pact cancel`` logs the event itself (under the
@@ -32,8 +32,11 @@ from scheduler.state import RunState, item_key
 
 log = logging.getLogger(__name__)
 
-#: Statuses a cancel moves to ``cancelled`` (finished items stay as they are).
-CANCELLABLE = frozenset({ItemStatus.PENDING, ItemStatus.SUSPENDED, *IN_FLIGHT})
+#: Statuses a cancel moves to ``cancelled`` (finished items stay as they are). An
+#: attempt awaiting review is not finished: cancelled, its held result is dropped.
+CANCELLABLE = frozenset(
+    {ItemStatus.PENDING, ItemStatus.SUSPENDED, ItemStatus.AWAITING_REVIEW, *IN_FLIGHT}
+)
 REQUEST_FILE = "cancel-request.json"
 
 

@@ -30,7 +30,8 @@ pending,
 cancelled
 pending,         cancel       human      cancelled
 suspended,
-in flight
+in flight,
+awaiting_review
 ===============  ===========  =========  ===============  ==============================
 
 Plus rows that leave the state unchanged: a finished item is neither poisoned,
@@ -147,7 +148,12 @@ TRANSITIONS: tuple[Transition, ...] = tuple(
         ),
         *_rows([S.DONE], "reset", [Actor.HUMAN]),
         *_rows([S.DONE], "redo", [Actor.HUMAN], S.PENDING),
-        *_rows([S.PENDING, S.SUSPENDED, *_FLIGHT], "cancel", [Actor.HUMAN], S.CANCELLED),
+        *_rows(
+            [S.PENDING, S.SUSPENDED, *_FLIGHT, S.AWAITING_REVIEW],
+            "cancel",
+            [Actor.HUMAN],
+            S.CANCELLED,
+        ),
         *_rows(_FINISHED, "cancel", [Actor.HUMAN]),
         *_rows([S.DONE], "promote", _SCHED),
         # The regression check before a promotion (scheduler.regression).

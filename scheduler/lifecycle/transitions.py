@@ -22,6 +22,10 @@ def run_cancelled(state: RunState, e: RunCancelled) -> None:
 
     for cid, phase in e.items:
         item = state.item(cid, phase)
+        if item.status is ItemStatus.AWAITING_REVIEW:
+            # The held attempt is dropped: a resume gives the item a new one.
+            item.gates.review = None
+            item.gates.state = ""
         _set_status(state, item, ItemStatus.CANCELLED)
         _set_retry(state, item, None)
         item.suspension = None

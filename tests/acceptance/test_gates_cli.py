@@ -186,3 +186,28 @@ def test_bad_gates_settings_are_refused_before_anything_is_written(
         assert word in done.stderr
     assert "Traceback" not in done.stderr
     assert not (project / ".pact").exists()
+
+
+def test_cancel_cancels_an_item_awaiting_review_and_resume_gives_it_a_new_attempt(
+    held_run: Path,
+) -> None:
+    res = pact("cancel", str(held_run), "--by", "carol", "--json")
+    assert res.returncode == 0, res.stderr
+    answer = json.loads(res.stdout)
+    assert answer["outcome"] == "cancelled" and ["ast_nodes", "implement"] in answer["items"]
+    shown = status(held_run)
+    assert shown["status"] == "paused" and shown["gates"]["awaiting_review"] == []
+    ast_nodes = next(c for c in shown["components"] if c["component_id"] == "ast_nodes")
+    assert ast_nodes["phases"]["implement"] == "cancelled"
+    refused = pact("approve", str(held_run), "ast_nodes")
+    assert refused.returncode == 2 and "no item awaiting review" in refused.stderr
+    assert not (held_run / ".pact" / "implementations" / "ast_nodes").exists()
+
+    resumed = pact("resume", str(held_run))
+    assert resumed.returncode == 3, resumed.stderr  # the new attempt waits for review again
+    log = [e for e in events(held_run) if e.get("component_id") == "ast_nodes"]
+    dispatched = [e for e in log if e["type"] == "item_dispatched" and e["phase"] == "implement"]
+    assert [e["attempt"] for e in dispatched] == [1, 2]
+    held = [e for e in log if e["type"] == "review_requested"]
+    assert [e["attempt"] for e in held] == [1, 2]
+    assert status(held_run)["gates"]["awaiting_review"] == [GATED]
