@@ -40,9 +40,12 @@ from scheduler.project import ProjectDir
 from scheduler.provenance.promotion import record_promotion
 from scheduler.regression.promotion import check_promotion
 from scheduler.settings import Settings
-from scheduler.state import RunState, RunStatus, item_key
+from scheduler.state import RunState, RunStatus, final_phase, item_key
 from scheduler.verdicts import poison, systemic_pause
 from scheduler.wavefront import WavefrontScheduler
+
+#: The phases whose promotion another component's implementation imports.
+_FINAL_PHASES = frozenset({Phase.IMPLEMENT, Phase.INTEGRATE})
 
 
 class ResultHandling:
@@ -157,6 +160,7 @@ class ResultHandling:
             result,
             environment=self.settings.environment,
             timeout_s=self.settings.verify_timeout_s,
+            users=self._users,
         )
         for event in check.events if check is not None else []:
             self._log(event)
@@ -164,6 +168,14 @@ class ResultHandling:
             self._fail(check.failure)
             return False
         return True
+
+    def _users(self, component_id: str) -> list[str]:
+        """Components whose implementation or integration waits for ``component_id``'s
+        (the work graph's dependents, contract-declared edges included)."""
+        assert self.scheduler is not None
+        graph = self.scheduler.graph
+        final = (component_id, final_phase(graph.tree, component_id))
+        return [c for c, phase in graph.dependents.get(final, ()) if phase in _FINAL_PHASES]
 
     def _check_contract(
         self, result: ResultMessage, *, cached: CachedResult | None = None

@@ -10,6 +10,7 @@ covers, so each file has exactly one sidecar and each attempt's cost is counted 
 from __future__ import annotations
 
 import json
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
@@ -32,8 +33,10 @@ ARTIFACT_TYPES: dict[Phase, ArtifactType] = {
 SIDECAR_SUFFIX = ".meta.json"
 
 
+@cache
 def pact_version() -> str:
-    """The installed pact-fleet's version (``unknown`` when run from a bare checkout)."""
+    """The installed pact-fleet's version (``unknown`` when run from a bare checkout);
+    read once per process (package metadata is parsed on every lookup)."""
     try:
         return version("pact-fleet")
     except PackageNotFoundError:

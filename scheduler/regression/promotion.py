@@ -22,7 +22,7 @@ dependents are checked against it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pact_workers.artifacts import ArtifactStore, Bundle, digest_bytes
@@ -71,8 +71,10 @@ def check_promotion(
     environment: EnvironmentSpec,
     timeout_s: float,
     sandbox: Sandbox | None = None,
+    users: Callable[[str], Iterable[str]] | None = None,
 ) -> PromotionCheck | None:
-    """Both checks for one verified ``result``; None when there was nothing to check."""
+    """Both checks for one verified ``result``; None when there was nothing to check.
+    ``users`` as for :func:`dependents_of`."""
     if result.phase not in _CHECKED or result.output is None or state.tree is None:
         return None
     cid, phase = result.component_id, result.phase
@@ -108,7 +110,7 @@ def check_promotion(
             )
             if not passed:
                 return PromotionCheck(events, _failure(result, again, "expired"))
-    dependents = dependents_of(state, cid)
+    dependents = dependents_of(state, cid, users)
     if not dependents:
         return PromotionCheck(events) if events else None
     intent = _intent(state, store, cid, phase, candidate)
@@ -140,20 +142,30 @@ def check_promotion(
     return PromotionCheck(events)
 
 
-def dependents_of(state: RunState, component_id: str) -> list[str]:
+def dependents_of(
+    state: RunState, component_id: str, users: Callable[[str], Iterable[str]] | None = None
+) -> list[str]:
     """Done components whose implementation closure includes ``component_id``
-    (walking up through done components only; see the module docstring)."""
+    (walking up through done components only; see the module docstring).
+
+    ``users(c)`` names the components that depend on ``c`` directly; the run loop
+    passes its work graph's (kept up to date edge by edge), so a promotion costs what
+    it walks, not a pass over every dependency of the run. Without it the inverse is
+    built here from ``state.dependencies``.
+    """
     assert state.tree is not None
-    users: dict[str, list[str]] = {}
-    for cid, deps in state.dependencies.items():
-        for dep in deps:
-            users.setdefault(dep, []).append(cid)
+    if users is None:
+        inverse: dict[str, list[str]] = {}
+        for cid, deps in state.dependencies.items():
+            for dep in deps:
+                inverse.setdefault(dep, []).append(cid)
+        users = lambda c: inverse.get(c, ())  # noqa: E731
     found: dict[str, None] = {}
     todo = [component_id]
     while todo:
         current = todo.pop()
         node = state.tree.nodes[current]
-        above = [*users.get(current, []), *([node.parent_id] if node.parent_id else [])]
+        above = [*users(current), *([node.parent_id] if node.parent_id else [])]
         for cid in above:
             if cid in found or cid == component_id or cid not in state.tree.nodes:
                 continue
