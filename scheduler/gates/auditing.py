@@ -27,6 +27,7 @@ from pact_workers.errors import PactError
 from pact_workers.models.audit import parse_audit
 from pact_workers.models.work import ErrorClass, ResultMessage, Usage
 from scheduler.events import Event
+from scheduler.gates.dimensions import GateRecord
 from scheduler.gates.events import AUDIT_REJECTED, AuditRequested, AuditReviewed
 from scheduler.gates.keeper import GateKeeper
 from scheduler.gates.reviewers import Verdict
@@ -50,34 +51,13 @@ class AuditHandling:
     def state(self) -> RunState:
         raise NotImplementedError
 
-    def _hold_for_audit(
-        self,
-        result: ResultMessage,
-        *,
-        files: list[str],
-        discovered: list[str],
-        external: list[str],
-    ) -> bool:
-        """Log a verified work attempt as waiting for the auditor when its gates say so."""
-        item = self.state.item(result.component_id, result.phase)
-        record = item.gates.record
-        if item.gates.stage != "work" or not self.gatekeeper.audits(result.phase, record):
+    def _hold_for_audit(self, result: ResultMessage, **found: list[str]) -> bool:
+        """Log a verified work attempt as waiting for the auditor when its gates say
+        so (``found``: what the harness found, see :meth:`AuditRequested.holding`)."""
+        gates = self.state.item(result.component_id, result.phase).gates
+        if gates.stage != "work" or not self.gatekeeper.audits(result.phase, gates.record):
             return False
-        self._log(
-            AuditRequested(
-                component_id=result.component_id,
-                phase=result.phase,
-                attempt=result.attempt,
-                score=record.score if record is not None else 0,
-                output=result.output or "",
-                files=files,
-                test_results=result.test_results,
-                usage=result.usage,
-                duration_s=result.duration_s,
-                discovered_dependencies=discovered,
-                external_dependencies=external,
-            )
-        )
+        self._log(AuditRequested.holding(result, score_of(gates.record), **found))
         return True
 
     def _audit_result(self, result: ResultMessage) -> None:
@@ -141,3 +121,8 @@ class AuditHandling:
                 findings=[f"the auditor's verdict cannot be read: {exc}"],
             )
         return Verdict(reviewer=AUDITOR, approved=answer.approved, findings=answer.findings)
+
+
+def score_of(record: GateRecord | None) -> int:
+    """The variety score of a gate record (0 before the item's first dispatch)."""
+    return record.score if record is not None else 0

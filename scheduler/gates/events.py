@@ -13,12 +13,12 @@ union), so their base repeats the two fields every event has.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pact_workers.models.testing import TestResults
-from pact_workers.models.work import Phase, Usage
+from pact_workers.models.work import Phase, ResultMessage, Usage
 
 #: What an attempt is for: the work itself, the teachback that must precede it, or
 #: the auditor's review of a verified attempt before its promotion.
@@ -88,6 +88,33 @@ class _Held(_GateEvent):
     duration_s: float = 0.0
     discovered_dependencies: list[str] = Field(default_factory=list)
     external_dependencies: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def holding(
+        cls,
+        result: ResultMessage,
+        score: int,
+        *,
+        files: list[str],
+        discovered: list[str],
+        external: list[str],
+    ) -> Self:
+        """The event holding ``result``, a verified attempt of an item of variety
+        ``score``, with what the harness found (its files, the dependencies its code
+        imports)."""
+        return cls(
+            component_id=result.component_id,
+            phase=result.phase,
+            attempt=result.attempt,
+            score=score,
+            output=result.output or "",
+            files=files,
+            test_results=result.test_results,
+            usage=result.usage,
+            duration_s=result.duration_s,
+            discovered_dependencies=discovered,
+            external_dependencies=external,
+        )
 
 
 class ReviewRequested(_Held):

@@ -32,7 +32,7 @@ from pact_workers.models.teachback import parse_teachback
 from pact_workers.models.work import ErrorClass, ItemStatus, Phase, ResultMessage, Usage
 from scheduler.events import Event, ItemFailed, RunPaused
 from scheduler.executors.base import Executor
-from scheduler.gates.auditing import AuditHandling
+from scheduler.gates.auditing import AuditHandling, score_of
 from scheduler.gates.dimensions import GateRecord
 from scheduler.gates.events import (
     AUDIT_REJECTED,
@@ -201,37 +201,16 @@ class GateHandling(AuditHandling):
 
     # -- human review -------------------------------------------------------------
 
-    def _hold_for_review(
-        self,
-        result: ResultMessage,
-        *,
-        files: list[str],
-        discovered: list[str],
-        external: list[str],
-    ) -> bool:
-        """Log a verified attempt as awaiting review when ``review:`` asks for it."""
-        item = self.state.item(result.component_id, result.phase)
-        record = item.gates.record
+    def _hold_for_review(self, result: ResultMessage, **found: list[str]) -> bool:
+        """Log a verified attempt as awaiting review when ``review:`` asks for it
+        (``found``: what the harness found, see :meth:`ReviewRequested.holding`)."""
+        record = self.state.item(result.component_id, result.phase).gates.record
         mode = self.settings.review
         if result.phase not in GATED_PHASES or mode is ReviewMode.NONE:
             return False
         if mode is ReviewMode.GATED and (record is None or not record.gates.auditor_required):
             return False
-        self._log(
-            ReviewRequested(
-                component_id=result.component_id,
-                phase=result.phase,
-                attempt=result.attempt,
-                score=record.score if record is not None else 0,
-                output=result.output or "",
-                files=files,
-                test_results=result.test_results,
-                usage=result.usage,
-                duration_s=result.duration_s,
-                discovered_dependencies=discovered,
-                external_dependencies=external,
-            )
-        )
+        self._log(ReviewRequested.holding(result, score_of(record), **found))
         return True
 
     def _take_reviews(self) -> None:
