@@ -42,6 +42,10 @@ class RunCache:
         setting: pact.yaml's ``cache:`` (None: the default for the run's agent).
     """
 
+    #: Whether the backend is the run's own action cache (a subclass that only
+    #: :meth:`offer` s results has none: no action key is computed then).
+    own = True
+
     def __init__(self, cache: ActionCache, setting: CacheMode | None) -> None:
         self.cache = cache
         self.setting = setting
@@ -73,6 +77,12 @@ class RunCache:
             self._basis = (ident, basis)
         return self._basis[1]
 
+    def offer(
+        self, state: RunState, store: ArtifactStore, component_id: str, phase: Phase
+    ) -> CachedResult | None:
+        """A result served before the action cache is asked (none here)."""
+        return None
+
     def look_up(
         self,
         state: RunState,
@@ -86,7 +96,10 @@ class RunCache:
     ) -> tuple[str, CachedResult | None]:
         """(the item's action key, the hit it may serve): ("", None) when the run does
         not use the cache, (key, None) on a miss or when a hit of this item was
-        dropped earlier in the run."""
+        dropped earlier in the run; ("", the result) when :meth:`offer` serves it."""
+        offered = self.offer(state, store, component_id, phase)
+        if offered is not None or not self.own:
+            return "", offered
         mode = self.mode(state.agent)
         basis = self.basis(state, environment) if mode is not CacheMode.OFF else None
         if basis is None or state.tree is None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from pact_workers.errors import InputError, TreeError
 from pact_workers.models.tree import DecompositionTree
 from pact_workers.models.work import Phase
-from scheduler.commands.runs import drive_run, prepare_run, start_plan
+from scheduler.commands.runs import drive_plan, prepare_run, start_plan
 from scheduler.commands.validate import validate_path
 from scheduler.interview.recorded import record_interview
 from scheduler.journal import Listener
@@ -172,16 +172,5 @@ def import_pact(
         # Pact's interview, as the run's: logged, and shown to the contract authors.
         shutil.copyfile(interview.path, run.project.pact / "decomposition" / "interview.json")
         record_interview(run.project, interview)
-    state = drive_run(
-        project=run.project,
-        settings=run.settings,
-        agent=run.agent,
-        sandbox=run.sandbox,
-        workers=run.workers,
-        listener=listener,
-        stop=stop,
-        cache=run.cache,
-        executor_name=run.executor_name,
-        broker_url=run.broker_url,
-    )
+    state = drive_plan(run, listener=listener, stop=stop)
     return plan, state

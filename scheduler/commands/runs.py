@@ -48,6 +48,7 @@ from scheduler.executors.local import LocalExecutor
 from scheduler.interview.recorded import FoundInterview, find_interview, record_interview
 from scheduler.journal import Listener
 from scheduler.launch import load_state, start_run
+from scheduler.lifecycle.cancel import void_fleet_request
 from scheduler.project import ProjectDir
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.run import RunController
@@ -217,6 +218,14 @@ def run_plan(
 ) -> RunState:
     """Start a prepared run and drive it to the end (or until ``stop`` is set)."""
     start_plan(plan)
+    return drive_plan(plan, listener=listener, stop=stop)
+
+
+def drive_plan(
+    plan: RunPlan, *, listener: Listener | None = None, stop: threading.Event | None = None
+) -> RunState:
+    """Drive a prepared run that :func:`start_plan` started, with what it was prepared
+    with (agent, sandbox, workers, executor, cache)."""
     return drive_run(
         project=plan.project,
         settings=plan.settings,
@@ -352,6 +361,9 @@ def resume_run(
         original_status="interrupted" if interrupted else None,
         agent=new_agent,
     )
+    if executor_name == "celery" and broker_url is not None:
+        # A resume lifts a cancel: a fleet request no scheduler took before it stopped is void.
+        void_fleet_request(broker_url, state.run_id)
     final = drive_run(
         project=project,
         settings=settings,

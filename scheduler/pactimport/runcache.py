@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pact_workers.artifacts import ArtifactStore, Bundle
-from pact_workers.models.environment import EnvironmentSpec
 from pact_workers.models.work import Phase, Usage
 from scheduler.cache import ActionCache, CacheEntry, CacheMode, RunCache
 from scheduler.events import CachedResult
@@ -61,39 +60,19 @@ class ImportedRunCache(RunCache):
         self.imported = manifest.by_item()
         self.own = cache is not None
 
-    def look_up(
-        self,
-        state: RunState,
-        store: ArtifactStore,
-        component_id: str,
-        phase: Phase,
-        *,
-        inputs: Mapping[str, str],
-        verify_inputs: Mapping[str, str],
-        environment: EnvironmentSpec,
-    ) -> tuple[str, CachedResult | None]:
+    def offer(
+        self, state: RunState, store: ArtifactStore, component_id: str, phase: Phase
+    ) -> CachedResult | None:
+        """The Pact artifact of this item, unless the harness rejected it already."""
         artifact = self.imported.get((component_id, phase))
         if (
-            artifact is not None
-            and state.item(component_id, phase).cache != "dropped"
-            and self._stored(store, artifact.output)
+            artifact is None
+            or state.item(component_id, phase).cache == "dropped"
+            or not self._stored(store, artifact.output)
         ):
-            return "", CachedResult(
-                output=artifact.output,
-                trusted=False,
-                source_run=self.manifest.origin,
-                saved=Usage(),
-            )
-        if not self.own:
-            return "", None
-        return super().look_up(
-            state,
-            store,
-            component_id,
-            phase,
-            inputs=inputs,
-            verify_inputs=verify_inputs,
-            environment=environment,
+            return None
+        return CachedResult(
+            output=artifact.output, trusted=False, source_run=self.manifest.origin, saved=Usage()
         )
 
     @staticmethod
