@@ -42,6 +42,7 @@ from pact_workers.fleet.planning import answer_plan_call
 from pact_workers.models.work import ErrorClass, ResultMessage, TaskMessage
 from pact_workers.runner import execute_task
 from pact_workers.sandbox.base import Sandbox
+from pact_workers.sandbox.cancel import cancellable
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,7 @@ def run_attempt(message: dict[str, Any], rt: WorkerRuntime | None = None) -> str
     if hold is None:
         # A newer attempt was dispatched (this one's lease expired): do not run stale work.
         return "superseded"
-    with hold:
+    with hold, cancellable(hold.cancelled):
         try:
             result = execute_task(
                 task,
@@ -155,6 +156,11 @@ def run_attempt(message: dict[str, Any], rt: WorkerRuntime | None = None) -> str
             result = _error(task, str(exc), ErrorClass.SYSTEMIC)
         except RedisError as exc:  # the artifact store went away where nothing caught it
             result = _error(task, f"{type(exc).__name__}: {exc}")
+        if hold.cancelled.is_set():
+            # Superseded while it ran (its sandbox was stopped): the scheduler fenced it
+            # and reads no result; the lease goes when the hold exits.
+            log.info("attempt %s was cancelled while it ran", task.idempotency_key)
+            return "cancelled"
         # The done marker, the result and the lease's deletion happen at once: a
         # scheduler never sees the lease gone before the result is in the stream, and
         # no lease with no marker means the worker died.

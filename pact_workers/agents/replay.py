@@ -27,7 +27,6 @@ files without copies, and copies nothing from outside.
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from pact_workers.models.audit import AUDIT_FILE
 from pact_workers.models.teachback import TEACHBACK_FILE
 from pact_workers.models.work import Phase, Role, Usage
 from pact_workers.sandbox.base import safe_relpath
+from pact_workers.sandbox.cancel import check_cancelled, pause
 
 
 class ReplayStep(BaseModel):
@@ -109,7 +109,9 @@ class ReplayAgent:
         )
         delay = step.latency_s or self.script.latency_s.get(request.role.value, 0.0)
         if delay:
-            time.sleep(delay)
+            # A cancelled attempt stops waiting at once (pact cancel frees its worker).
+            pause(delay)
+            check_cancelled("the agent call")
         if step.transient:
             raise TransientAgentError(step.transient)
         if step.permanent:

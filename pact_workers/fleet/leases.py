@@ -265,6 +265,9 @@ class LeaseHold:
         #: Renewals that failed (Redis unreachable) since entry.
         self.failures = 0
         self._stop = threading.Event()
+        #: Set when the attempt turns out superseded (pact cancel, or a newer attempt):
+        #: what runs under ``cancellable(hold.cancelled)`` is then killed.
+        self.cancelled = threading.Event()
         self._thread: threading.Thread | None = None
         self._crashed = False
         #: Set by :meth:`Leases.start` (the lease is already taken) and by :meth:`release`.
@@ -347,14 +350,17 @@ class LeaseHold:
 
     def _renew(self) -> bool:
         """Extend the lease; False when the attempt was superseded and renewing should stop."""
+        # A cancel moves the item's current attempt past this one while its lease is
+        # still there: asked first, so the attempt's sandbox is stopped within a renewal.
+        if not self.leases.is_current(self.task):
+            log.warning("attempt %s was superseded; stopping it", self.key)
+            self.cancelled.set()
+            return False
         # SET XX PX sets the value and the TTL at once, and only if the lease is still there.
         if self._set(only_if_present=True):
             return True
         # The lease is gone: it expired (renewals stalled), the scheduler forgot the
         # attempt, or Redis lost it. Re-take it while the attempt is still current.
-        if not self.leases.is_current(self.task):
-            log.warning("attempt %s was superseded; no longer renewing its lease", self.key)
-            return False
         log.warning("lease %s had vanished; taking it again", self.key)
         self._set()
         return True

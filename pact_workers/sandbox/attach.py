@@ -10,8 +10,11 @@ from __future__ import annotations
 import select
 import socket
 import struct
+import threading
 import time
 from typing import Any
+
+from pact_workers.sandbox.cancel import POLL_S
 
 __all__ = ["STREAM_HEADER", "ClosingStream", "Tail", "pump"]
 
@@ -37,16 +40,30 @@ class Tail:
         return bytes(self._buf[-self.keep :])
 
 
-def pump(raw: socket.socket, out: Tail, err: Tail, *, deadline: float) -> bool:
-    """Demultiplex the attach stream into ``out``/``err`` until EOF (True) or ``deadline``."""
+def pump(
+    raw: socket.socket,
+    out: Tail,
+    err: Tail,
+    *,
+    deadline: float,
+    cancel: threading.Event | None = None,
+) -> bool:
+    """Demultiplex the attach stream into ``out``/``err`` until EOF (True), ``deadline``
+    or, when ``cancel`` is given, until it is set (False)."""
     pending = b""
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
-        ready, _, _ = select.select([raw], [], [], remaining)
-        if not ready:
+        # With a cancel event the wait is sliced, so a cancel is seen within POLL_S.
+        wait = remaining if cancel is None else min(remaining, POLL_S)
+        ready, _, _ = select.select([raw], [], [], wait)
+        if cancel is not None and cancel.is_set():
             return False
+        if not ready:
+            if cancel is None or time.monotonic() >= deadline:
+                return False
+            continue
         chunk = raw.recv(65536)
         if not chunk:
             return True

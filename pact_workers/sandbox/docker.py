@@ -48,6 +48,7 @@ from pact_workers.sandbox.base import (
     cap_text,
     safe_relpath,
 )
+from pact_workers.sandbox.cancel import cancel_event, check_cancelled
 from pact_workers.sandbox.containers import (
     LABEL,
     LABEL_OWNER,
@@ -323,6 +324,8 @@ class DockerSandbox:
         collect: Sequence[str] = (),
     ) -> _Outcome:
         client = self.client()
+        cancel = cancel_event()
+        check_cancelled(f"the sandboxed command {argv[0]!r}")
         container: Any = None
         try:
             with docker_errors(f"creating a sandbox container of {tag}"):
@@ -344,10 +347,14 @@ class DockerSandbox:
                 container.start()
                 started = time.monotonic()
                 try:
-                    finished = pump(raw, out, err, deadline=started + request.timeout_s)
+                    finished = pump(
+                        raw, out, err, deadline=started + request.timeout_s, cancel=cancel
+                    )
                     timed_out = not finished
                     if timed_out:
                         kill_container(container)
+                        # Cancelled: the container goes now (finally), nothing is read.
+                        check_cancelled(f"the sandboxed command {argv[0]!r}")
                         pump(raw, out, err, deadline=time.monotonic() + KILL_GRACE_S)
                 except OSError as exc:  # the engine went away under the attach stream
                     raise SandboxUnavailable(

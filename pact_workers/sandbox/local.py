@@ -31,6 +31,7 @@ from pact_workers.sandbox.base import (
     cap_text,
     safe_relpath,
 )
+from pact_workers.sandbox.cancel import POLL_S, cancel_event, check_cancelled
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ def _run_reaped(
             # Only the reaper may hold the write end, so that its death ends the report.
             os.close(write_fd)
         try:
-            data = _read_report(read_fd, timeout_s + REAPER_GRACE_S)
+            data = _read_report(read_fd, timeout_s + REAPER_GRACE_S, argv[0])
         except BaseException:
             # Interrupted (Ctrl-C, a worker shutting down): the tree goes now, not at
             # the timeout. SIGTERM tells the reaper to kill the command and sweep.
@@ -153,10 +154,15 @@ def _kill_session(sid: int, program: str) -> None:
         log.warning("%d processes of %r could not be killed", left, program)
 
 
-def _read_report(fd: int, timeout_s: float) -> bytes | None:
+def _read_report(fd: int, timeout_s: float, program: str) -> bytes | None:
     """The reaper's report line from pipe ``fd`` (what there is at the pipe's end), or
-    None when the reaper has said nothing and kept the pipe open for ``timeout_s``."""
+    None when the reaper has said nothing and kept the pipe open for ``timeout_s``.
+
+    Raises:
+        SandboxCancelled: the attempt was cancelled meanwhile (the caller kills the tree).
+    """
     deadline = time.monotonic() + timeout_s
+    cancel = cancel_event()
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     data = b""
@@ -164,8 +170,15 @@ def _read_report(fd: int, timeout_s: float) -> bytes | None:
     # (without exec) elsewhere in this program may hold a copy of the write end.
     while not data.endswith(b"\n"):
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or not poller.poll(remaining * 1000):
+        if remaining <= 0:
             return None
+        # With a cancel event the wait is sliced, so a cancel is seen within POLL_S.
+        ready = poller.poll(1000 * (remaining if cancel is None else min(remaining, POLL_S)))
+        check_cancelled(f"the sandboxed command {program!r}")
+        if not ready:
+            if cancel is None:
+                return None
+            continue
         chunk = os.read(fd, 4096)
         if not chunk:
             break
@@ -196,10 +209,19 @@ def _run_grouped(
     except OSError as exc:
         raise SandboxError(f"cannot start {argv[0]!r}: {exc.strerror}") from exc
     timed_out = False
+    deadline = time.monotonic() + timeout_s
     try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        # Sliced, so a cancel of the attempt (SandboxCancelled) is seen within POLL_S.
+        while proc.poll() is None:
+            check_cancelled(f"the sandboxed command {argv[0]!r}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            try:
+                proc.wait(timeout=min(remaining, POLL_S))
+            except subprocess.TimeoutExpired:
+                pass
     finally:
         # The whole group goes, including anything left in the background.
         _kill_group(proc.pid)

@@ -131,6 +131,13 @@ class CeleryFleet:
         # A scheduler that adopts the run later knows these need no second dispatch.
         self.leases.mark_sent(batch)
 
+    def withdraw(self, leases: list[Lease]) -> None:
+        """Never send the tasks of ``leases`` that are still in the outbox (cancelled in
+        the tick that dispatched them): sent later, they would make themselves current
+        again, past the cancel's fencing."""
+        drop = set(leases)
+        self._outbox = [task for task in self._outbox if _lease(task) not in drop]
+
     def read(self, timeout_s: float) -> list[ResultMessage]:
         self.flush()
         self.flush_acks()
@@ -322,6 +329,7 @@ class CeleryExecutor:
         ids = [task_id_of((self.run_id, c, p, a)) for c, p, a in attempts]
         if not ids:
             return
+        self.fleet.withdraw([(self.run_id, c, p, a) for c, p, a in attempts])
         pipe = self.fleet.client.pipeline(transaction=False)
         for c, p, a in attempts:
             key = keys.current_attempt(self.run_id, c, p.value)

@@ -7,6 +7,7 @@ subprocess, both of which release the GIL while they wait.
 from __future__ import annotations
 
 import queue
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from pact_workers.agents.base import Agent
@@ -14,6 +15,7 @@ from pact_workers.artifacts import ArtifactStore
 from pact_workers.models.work import ErrorClass, Phase, ResultMessage, TaskMessage
 from pact_workers.runner import execute_task
 from pact_workers.sandbox.base import Sandbox
+from pact_workers.sandbox.cancel import cancellable
 
 
 class LocalExecutor:
@@ -31,6 +33,8 @@ class LocalExecutor:
         self._activity: queue.Queue[tuple[str, Phase, int]] = queue.Queue()
         #: (attempt, stage) as attempts move on: ``agent`` (running), ``verify``.
         self._stages: queue.Queue[tuple[tuple[str, Phase, int], str]] = queue.Queue()
+        #: The cancel event of each attempt not finished yet (set by :meth:`revoke`).
+        self._cancels: dict[tuple[str, Phase, int], threading.Event] = {}
 
     def _report(self, lease: tuple[str, Phase, int], stage: str) -> None:
         self._activity.put(lease)
@@ -47,15 +51,36 @@ class LocalExecutor:
 
     def submit(self, task: TaskMessage) -> None:
         lease = (task.component_id, task.phase, task.attempt)
-        future = self._pool.submit(
-            execute_task,
-            task,
-            agent=self._agent,
-            sandbox=self._sandbox,
-            store=self._store,
-            on_progress=lambda stage: self._report(lease, stage),
-        )
-        future.add_done_callback(lambda f: self._results.put(_result_of(task, f)))
+        cancel = self._cancels[lease] = threading.Event()
+        future = self._pool.submit(self._execute, task, lease, cancel)
+        future.add_done_callback(lambda f: self._done(task, lease, f))
+
+    def _execute(
+        self, task: TaskMessage, lease: tuple[str, Phase, int], cancel: threading.Event
+    ) -> ResultMessage:
+        # Runs in the pool's thread: the cancel event must be bound there.
+        with cancellable(cancel):
+            return execute_task(
+                task,
+                agent=self._agent,
+                sandbox=self._sandbox,
+                store=self._store,
+                on_progress=lambda stage: self._report(lease, stage),
+            )
+
+    def _done(
+        self, task: TaskMessage, lease: tuple[str, Phase, int], future: Future[ResultMessage]
+    ) -> None:
+        self._cancels.pop(lease, None)
+        self._results.put(_result_of(task, future))
+
+    def revoke(self, attempts: list[tuple[str, Phase, int]]) -> None:
+        """Stop fenced attempts (pact cancel): a running sandbox is killed, a wait ends;
+        what they still report is dropped by the run loop, which fenced them."""
+        for lease in attempts:
+            event = self._cancels.get(lease)
+            if event is not None:
+                event.set()
 
     def poll(self, timeout_s: float) -> list[ResultMessage]:
         out: list[ResultMessage] = []

@@ -25,11 +25,18 @@ def events(project: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def slow_replay(replay: Path) -> None:
+#: How long an implementation's agent call takes in the cancelled run: far longer than
+#: the run may take to stop once cancelled, so only stopping the attempt ends it in time.
+STUCK_S = 300.0
+#: How soon the cancelled run must have stopped, its attempts in flight stopped with it.
+STOPS_WITHIN_S = 30.0
+
+
+def slow_replay(replay: Path, latency_s: float = 1.5) -> None:
     """Implementations take a while, so that a cancel finds them in flight."""
     script_path = replay / "replay.yaml"
     script = yaml.safe_load(script_path.read_text(encoding="utf-8"))
-    script["latency_s"] = {"code_author": 1.5, "integrator": 1.5}
+    script["latency_s"] = {"code_author": latency_s, "integrator": latency_s}
     script_path.write_text(yaml.safe_dump(script), encoding="utf-8")
 
 
@@ -47,7 +54,11 @@ def in_flight(log: list[dict[str, object]]) -> set[tuple[object, object, object]
 def test_cancel_during_a_run_fences_its_attempts_and_resume_completes_it(
     example: Path, replay_copy: Path, tmp_path: Path
 ) -> None:
-    slow_replay(replay_copy)
+    # The cancelled run's implementations would wait STUCK_S; the resumed run's do not.
+    fast = tmp_path / "fast-replay"
+    shutil.copytree(replay_copy, fast)
+    slow_replay(fast)
+    slow_replay(replay_copy, STUCK_S)
     tree = tmp_path / "tree.json"
     shutil.copyfile(example / "tree.json", tree)
     project = tmp_path / "project"
@@ -71,7 +82,10 @@ def test_cancel_during_a_run_fences_its_attempts_and_resume_completes_it(
         assert res.returncode == 0, res.stderr
         answer = json.loads(res.stdout)
         assert answer["outcome"] == "cancelled" and answer["by"] == "alice"
-        _, stderr = run.communicate(timeout=120)
+        cancelled_at = time.monotonic()
+        # The attempts in flight are stopped, so the run ends long before their STUCK_S.
+        _, stderr = run.communicate(timeout=STOPS_WITHIN_S)
+        assert time.monotonic() - cancelled_at < STOPS_WITHIN_S
     finally:
         if run.poll() is None:
             run.kill()
@@ -88,7 +102,7 @@ def test_cancel_during_a_run_fences_its_attempts_and_resume_completes_it(
     status = json.loads(pact("status", str(project), "--json").stdout)
     assert status["status"] == "paused" and "cancelled by alice" in status["pause_reason"]
 
-    res = pact("resume", str(project))
+    res = pact("resume", str(project), "--replay-dir", str(fast))
     assert res.returncode == 0, res.stderr
     log = events(project)
     assert json.loads(pact("status", str(project), "--json").stdout)["status"] == "completed"

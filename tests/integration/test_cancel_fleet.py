@@ -5,6 +5,7 @@ run, and ``pact resume`` completes it."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -29,18 +30,29 @@ from tests.integration.test_fleet_faults import (
     wait_for_run_id,
 )
 
+#: How long an implementation's agent call takes in the cancelled run: only stopping the
+#: running attempts frees the workers in time.
+STUCK_S = 300.0
+#: How soon after the cancel the fenced attempts must have stopped on their workers
+#: (a worker sees the cancel at its lease's next renewal, every lease TTL / 3).
+STOPS_WITHIN_S = 20.0
 
-def slow_implementations(replay: Path) -> None:
+
+def slow_implementations(replay: Path, latency_s: float = 4.0) -> None:
     script_path = replay / "replay.yaml"
     script = yaml.safe_load(script_path.read_text(encoding="utf-8"))
-    script["latency_s"] = {"code_author": 4.0, "integrator": 4.0}
+    script["latency_s"] = {"code_author": latency_s, "integrator": latency_s}
     script_path.write_text(yaml.safe_dump(script), encoding="utf-8")
 
 
 def test_cancel_of_a_fleet_run_leaves_no_task_and_resume_completes_it(
     redis_url: str, example: Path, replay_copy: Path, tmp_path: Path
 ) -> None:
-    slow_implementations(replay_copy)
+    # The cancelled run's implementations would wait STUCK_S; the resumed run's do not.
+    fast = tmp_path / "fast-replay"
+    shutil.copytree(replay_copy, fast)
+    slow_implementations(fast)
+    slow_implementations(replay_copy, STUCK_S)
     project = tmp_path / "project"
     with Fleet(redis_url, tmp_path / "logs") as fleet, redis_client(redis_url) as client:
         fleet.worker("authors", roles=AUTHOR_ROLES, concurrency=2)
@@ -57,13 +69,15 @@ def test_cancel_of_a_fleet_run_leaves_no_task_and_resume_completes_it(
             "cancel", run_id, "--broker", redis_url, "--by", "alice", "--json", name="cancel"
         )
         assert fleet.wait(cancel, 60) == 0, fleet.logs(cancel)
+        cancelled_at = time.monotonic()
         answer = json.loads(cancel.log.read_text().strip().splitlines()[-1])
         assert answer["outcome"] == "cancelled" and answer["by"] == "alice"
         code = fleet.wait(run, RUN_TIMEOUT_S)
         assert code == 1, f"exit {code}: {fleet.logs(run)}"  # paused, as cancelled
 
-        # No task of the run is left: nothing queued, and the fenced attempts end.
-        deadline = time.monotonic() + 60
+        # No task of the run is left: nothing queued, and the fenced attempts are stopped
+        # on their workers within seconds, long before their agent calls would end.
+        deadline = cancelled_at + STOPS_WITHIN_S
         while running_attempts(client, run_id, list(Phase)):
             assert time.monotonic() < deadline, "a fenced attempt still runs\n" + fleet.logs()
             time.sleep(0.2)
@@ -89,7 +103,9 @@ def test_cancel_of_a_fleet_run_leaves_no_task_and_resume_completes_it(
 
         time.sleep(1.0)
         resumed = fleet.pact(
-            "resume", str(project), "--executor", "celery", "--broker", redis_url, name="resume"
+            *("resume", str(project), "--replay-dir", str(fast)),
+            *("--executor", "celery", "--broker", redis_url),
+            name="resume",
         )
         code = fleet.wait(resumed, RUN_TIMEOUT_S, lambda: diagnose(client, project))
         assert code == 0, fleet.logs()
