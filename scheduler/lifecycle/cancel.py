@@ -221,3 +221,26 @@ def cancel_fleet_run(
         raise BrokerUnavailable(f"{redact(broker_url)}: {exc}") from exc
     finally:
         client.close()
+
+
+def void_fleet_request(broker_url: str, run_id: str) -> bool:
+    """``pact resume`` of a fleet run: remove a cancel request no scheduler took (it
+    stopped first), so the resumed run is not cancelled at its first turn. True when
+    there was one.
+
+    Raises:
+        BrokerUnavailable: Redis cannot be reached.
+    """
+    import redis
+
+    from pact_workers.errors import BrokerUnavailable
+    from pact_workers.fleet import keys
+    from pact_workers.fleet.connection import check_redis_url, redact, redis_from_url
+
+    client = redis_from_url(check_redis_url(broker_url))
+    try:
+        return bool(client.delete(keys.cancel_request(run_id)))
+    except redis.RedisError as exc:
+        raise BrokerUnavailable(f"{redact(broker_url)}: {exc}") from exc
+    finally:
+        client.close()

@@ -102,6 +102,16 @@ def test_cancel_of_a_fleet_run_leaves_no_task_and_resume_completes_it(
                 assert current == str(attempt + 1).encode(), (cid, phase, current)
 
         time.sleep(1.0)
+        # A second cancel that no scheduler takes (none drives the run now) stays in
+        # Redis; the resume voids it instead of being cancelled by it at its first turn.
+        late = fleet.pact(
+            *("cancel", run_id, "--broker", redis_url, "--by", "bob"),
+            *("--wait-s", "0", "--json"),
+            name="late-cancel",
+        )
+        assert fleet.wait(late, 60) == 0, fleet.logs(late)
+        assert json.loads(late.log.read_text().strip().splitlines()[-1])["outcome"] == "requested"
+        assert client.exists(keys.cancel_request(run_id))
         resumed = fleet.pact(
             *("resume", str(project), "--replay-dir", str(fast)),
             *("--executor", "celery", "--broker", redis_url),
@@ -109,10 +119,12 @@ def test_cancel_of_a_fleet_run_leaves_no_task_and_resume_completes_it(
         )
         code = fleet.wait(resumed, RUN_TIMEOUT_S, lambda: diagnose(client, project))
         assert code == 0, fleet.logs()
+        assert not client.exists(keys.cancel_request(run_id))
 
     log = audit_events(project)
     at = next(i for i, e in enumerate(log) if isinstance(e, RunCancelled))
     after = log[at + 1 :]
+    assert [e.by for e in log if isinstance(e, RunCancelled)] == ["alice"]
     # A fenced attempt's result that came back was dropped, never applied.
     for event in after:
         if isinstance(event, ItemSucceeded) and (event.component_id, event.phase) in fenced:
