@@ -10,7 +10,6 @@ import typer
 from pact_workers.agents.factory import AGENTS
 from scheduler import commands
 from scheduler.audit import is_driven
-from scheduler.cache import cache_report
 from scheduler.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -40,13 +39,9 @@ from scheduler.cli.views import (
     print_summary,
     progress_display,
 )
-from scheduler.commands.agents import NOOP_NOTE
 from scheduler.commands.provenance import provenance_report
-from scheduler.gates.report import gates_report
-from scheduler.pactimport.report import import_json
+from scheduler.commands.statusdoc import status_document
 from scheduler.project import ProjectDir
-from scheduler.regression.report import regressions_report
-from scheduler.report import poisoned_items, summary_rows
 
 
 @app.command()
@@ -167,32 +162,9 @@ def status(
     provenance = provenance_report(project_dir=project, state=state)
     if as_json:
         print_json(
-            {
-                "run_id": state.run_id,
-                "status": state.status.value,
-                "driven": driven,
-                "agent": state.agent,
-                "pause_reason": state.pause_reason,
-                "recommendation": state.recommendation,
-                "fail_reason": state.fail_reason,
-                "usage": state.usage.model_dump(),
-                "spend_by_phase": state.spend_by_phase,
-                "items": state.counts(),
-                "components": summary_rows(state),
-                "poisoned": dict(poisoned_items(state)),
-                "pattern_type": state.pattern_type,
-                "affected_components": state.affected_components,
-                "inconsistencies": problems,
-                "validation": {
-                    cid: check.model_dump(mode="json") for cid, check in state.validation.items()
-                },
-                "cache": cache_report(state).to_json(),
-                "imported": import_json(state, project),
-                "gates": gates_report(state),
-                "regressions": regressions_report(state),
-                "provenance": provenance.to_json(),
-                "warnings": [*warnings, *([NOOP_NOTE] if state.agent == "noop" else [])],
-            }
+            status_document(
+                project, state, warnings=warnings, problems=problems, provenance=provenance
+            )
         )
     else:
         for warning in warnings:

@@ -21,11 +21,11 @@ from pact_workers.models.contract import ComponentContract
 from scheduler.budget import PhaseBudget
 from scheduler.commands.fleet import list_service_runs, submit_batch
 from scheduler.commands.inspection import status_report
-from scheduler.commands.provenance import provenance_report, show_retrospective
+from scheduler.commands.provenance import show_retrospective
 from scheduler.commands.runs import resume_run
+from scheduler.commands.statusdoc import status_json
 from scheduler.commands.validate import validate_path
 from scheduler.project import ProjectDir
-from scheduler.report import poisoned_items, summary_rows
 from scheduler.settings import load_settings
 
 
@@ -63,26 +63,7 @@ class ProjectTools:
 
     def status(self) -> dict[str, Any]:
         """The run's state: what ``pact status --json`` reports of it, and provenance."""
-        project = self._project()
-        state, warnings, problems = status_report(project_dir=project)
-        provenance = provenance_report(project_dir=project, state=state)
-        return {
-            "run_id": state.run_id,
-            "status": state.status.value,
-            "phase": state.phase,
-            "agent": state.agent,
-            "pause_reason": state.pause_reason,
-            "recommendation": state.recommendation,
-            "fail_reason": state.fail_reason,
-            "usage": state.usage.model_dump(),
-            "spend_by_phase": state.spend_by_phase,
-            "items": state.counts(),
-            "components": summary_rows(state),
-            "poisoned": dict(poisoned_items(state)),
-            "inconsistencies": problems,
-            "provenance": provenance.to_json(),
-            "warnings": warnings,
-        }
+        return status_json(self._project())
 
     def contracts(self) -> list[dict[str, Any]]:
         """Every promoted contract, summarised."""
