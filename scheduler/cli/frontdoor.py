@@ -13,8 +13,8 @@ import typer
 from pact_workers.errors import AgentError
 from pact_workers.models.interview import InterviewerOutput
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
+from scheduler.cli.driving import drive_and_exit
 from scheduler.cli.importing import run_imported
-from scheduler.cli.interrupt import interruptible
 from scheduler.cli.options import (
     AgentOption,
     BrokerOption,
@@ -25,7 +25,6 @@ from scheduler.cli.options import (
     WorkersOption,
 )
 from scheduler.cli.planview import print_plan
-from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
 from scheduler.commands.pactverify import verify_pact
 from scheduler.commands.plan import plan_task
 from scheduler.commands.runs import run_tree
@@ -184,21 +183,21 @@ def plan(
     if not then_run:
         say(f"next: pact run {planned.tree_path} --project {project}")
         raise typer.Exit(EXIT_OK)
-    with user_errors(), interruptible(project) as stop, progress_display() as progress:
-        state = run_tree(
+    drive_and_exit(
+        project,
+        lambda listener, stop: run_tree(
             tree_path=planned.tree_path,
             project_dir=project,
             agent_name=agent,
             replay_dir=replay_dir,
             workers=workers,
             sandbox_name=sandbox,
-            listener=ProgressListener(progress),
+            listener=listener,
             stop=stop,
             executor_name=executor,
             broker_url=broker,
-        )
-    print_summary(state, project)
-    raise typer.Exit(exit_for(state))
+        ),
+    )
 
 
 @contextmanager

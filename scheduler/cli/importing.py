@@ -5,14 +5,15 @@ re-authored; what fails or is missing is authored."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import NoReturn
 
-import typer
-
-from scheduler.cli.app import say, user_errors
-from scheduler.cli.interrupt import interruptible
-from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
+from scheduler.cli.app import say
+from scheduler.cli.driving import drive_and_exit
+from scheduler.cli.views import ProgressListener
 from scheduler.commands.pactimport import ImportPlan, import_pact
+from scheduler.state import RunState
 
 
 def run_imported(
@@ -25,7 +26,7 @@ def run_imported(
     sandbox: str,
     executor: str,
     broker: str | None,
-) -> None:
+) -> NoReturn:
     """Import ``pact_dir`` into a run in ``project``, drive it and exit with its code.
 
     Raises:
@@ -41,19 +42,19 @@ def run_imported(
             to_err=True,
         )
 
-    with user_errors(), interruptible(project) as stop, progress_display() as progress:
-        _, state = import_pact(
+    def drive(listener: ProgressListener, stop: threading.Event) -> RunState:
+        return import_pact(
             pact_path=pact_dir,
             project_dir=project,
             agent_name=agent,
             replay_dir=replay_dir,
             workers=workers,
             sandbox_name=sandbox,
-            listener=ProgressListener(progress),
+            listener=listener,
             stop=stop,
             on_plan=show,
             executor_name=executor,
             broker_url=broker,
-        )
-    print_summary(state, project)
-    raise typer.Exit(exit_for(state))
+        )[1]
+
+    drive_and_exit(project, drive)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -9,16 +10,19 @@ import typer
 
 from scheduler import commands
 from scheduler.cli.app import EXIT_OK, app, out, print_json, say, user_errors
-from scheduler.cli.interrupt import interruptible
-from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
+from scheduler.cli.driving import drive_and_exit
+from scheduler.cli.options import JsonOption, ProjectArgument
 from scheduler.gates.fleet import ReviewRequest, hand_back
 from scheduler.gates.review import decide_review, pending_reviews
 
-ProjectArg = Annotated[
-    Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
-]
 ItemArg = Annotated[
     str, typer.Argument(help="The item: COMPONENT/PHASE, or a component with one item waiting")
+]
+NoteOption = Annotated[
+    str,
+    typer.Option(
+        "--note", envvar="PACT_NOTE", help="Why (for pact reject, required: what to change)"
+    ),
 ]
 ByOption = Annotated[
     str | None,
@@ -46,8 +50,8 @@ BrokerOption = Annotated[
 
 @app.command()
 def review(
-    project: ProjectArg,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    project: ProjectArgument,
+    as_json: JsonOption = False,
 ) -> None:
     """List the items that await a human's review: score, test results and diff."""
     with user_errors():
@@ -106,62 +110,54 @@ def _decide(
             say(f"{what}; run {run_id} is handed back to the scheduler services")
             raise typer.Exit(EXIT_OK)
     say(f"{what}; the run goes on")
-    with user_errors(), interruptible(project) as stop, progress_display() as progress:
-        state, _ = commands.resume_run(
+    drive_and_exit(
+        project,
+        lambda listener, stop: commands.resume_run(
             project_dir=project,
             sandbox_name=sandbox,
             executor_name=executor,
             broker_url=broker,
-            listener=ProgressListener(progress),
+            listener=listener,
             stop=stop,
+        )[0],
+    )
+
+
+def _decision_command(*, approved: bool, doc: str) -> Callable[..., None]:
+    """``pact approve`` (``approved``) or ``pact reject``: the same options, one way."""
+
+    def command(
+        project: ProjectArgument,
+        item: ItemArg,
+        note: NoteOption = "",
+        by: ByOption = None,
+        sandbox: SandboxOption = "local",
+        executor: ExecutorOption = "local",
+        broker: BrokerOption = None,
+    ) -> None:
+        _decide(
+            project,
+            item,
+            approved=approved,
+            note=note,
+            by=by,
+            sandbox=sandbox,
+            executor=executor,
+            broker=broker,
         )
-    print_summary(state, project)
-    raise typer.Exit(exit_for(state))
+
+    command.__doc__ = doc
+    return command
 
 
-@app.command()
-def approve(
-    project: ProjectArg,
-    item: ItemArg,
-    note: Annotated[str, typer.Option("--note", envvar="PACT_NOTE", help="Why")] = "",
-    by: ByOption = None,
-    sandbox: SandboxOption = "local",
-    executor: ExecutorOption = "local",
-    broker: BrokerOption = None,
-) -> None:
-    """Approve an item awaiting review: it is promoted and the run goes on."""
-    _decide(
-        project,
-        item,
-        approved=True,
-        note=note,
-        by=by,
-        sandbox=sandbox,
-        executor=executor,
-        broker=broker,
+app.command("approve")(
+    _decision_command(
+        approved=True, doc="Approve an item awaiting review: it is promoted and the run goes on."
     )
-
-
-@app.command()
-def reject(
-    project: ProjectArg,
-    item: ItemArg,
-    note: Annotated[
-        str, typer.Option("--note", envvar="PACT_NOTE", help="What to change (required)")
-    ] = "",
-    by: ByOption = None,
-    sandbox: SandboxOption = "local",
-    executor: ExecutorOption = "local",
-    broker: BrokerOption = None,
-) -> None:
-    """Reject an item awaiting review: the note goes to a new attempt as feedback."""
-    _decide(
-        project,
-        item,
+)
+app.command("reject")(
+    _decision_command(
         approved=False,
-        note=note,
-        by=by,
-        sandbox=sandbox,
-        executor=executor,
-        broker=broker,
+        doc="Reject an item awaiting review: the note goes to a new attempt as feedback.",
     )
+)
