@@ -39,7 +39,16 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from pact_workers.agents.base import AgentOutput, AgentRequest
-from pact_workers.agents.roles import render_prompt
+from pact_workers.agents.workspace import (
+    CONTRACT_FILE,
+    INPUTS_DIR,
+    OUTPUTS,
+    PROMPT_FILE,
+    collected_path,
+    prompt_text,
+    served_role,
+    what_to_write,
+)
 from pact_workers.artifacts import Bundle
 from pact_workers.errors import (
     InputError,
@@ -63,49 +72,14 @@ __all__ = [
     "PROMPT_FILE",
     "SANDBOX_ENV",
     "CommandAgent",
+    "prompt_text",
     "render_argv",
     "sandbox_from_env",
 ]
 
-PROMPT_FILE = "prompt.md"
-INPUTS_DIR = "inputs"
-CONTRACT_FILE = "interface.json"
 #: The worker's sandbox when the agent is built without one (``local`` or ``docker``).
 SANDBOX_ENV = "PACT_SANDBOX"
 
-#: What each role must leave in its workspace: the one path collected after the run.
-OUTPUTS: dict[Role, str] = {
-    Role.CONTRACT_AUTHOR: CONTRACT_FILE,
-    Role.TEST_AUTHOR: "tests",
-    Role.CODE_AUTHOR: "src",
-    Role.INTEGRATOR: "src",
-    Role.AUDITOR: AUDIT_FILE,
-}
-#: What each role is told to write (the prompt's last section).
-_WRITE: dict[Role, str] = {
-    Role.CONTRACT_AUTHOR: (
-        "`interface.json` in the workspace root: the contract, one JSON object matching "
-        "the ComponentContract schema"
-    ),
-    Role.TEST_AUTHOR: (
-        "the pytest module `tests/contract_test.py` (other files under `tests/` are kept "
-        "too; `tests/contract_test_suite.json` may list the cases, as a ContractTestSuite)"
-    ),
-    Role.CODE_AUTHOR: "the implementation under `src/`, its main module `src/{component}.py`",
-    Role.INTEGRATOR: (
-        "the integration module `src/{component}.py`, which imports the children (never "
-        "copies them)"
-    ),
-    Role.AUDITOR: (
-        "`audit.json` in the workspace root: your verdict, one JSON object "
-        '`{{"approved": ..., "findings": [...]}}`'
-    ),
-}
-#: What an agent asked for a teachback writes instead of its role's files.
-_WRITE_TEACHBACK = (
-    "`teachback.json` in the workspace root, and nothing else yet: your teachback, one "
-    "JSON object as the section above describes (the work is asked for once it is approved)"
-)
 _IMPLEMENTERS = frozenset({Role.CODE_AUTHOR, Role.INTEGRATOR})
 #: Top-level workspace names ``files_dir`` may not provide: the agent's inputs and every
 #: role's outputs (a file there would be collected as the agent's work).
@@ -228,11 +202,11 @@ class CommandAgent:
             raise PermanentAgentError(f"{message}{tail}")
         files = _drop_dependency_copies(result.files, request)
         if not files:
-            expected = _collected(request)
+            expected = collected_path(request)
             what = f"{expected}/" if not expected.endswith(".json") else expected
             raise PermanentAgentError(
                 f"the agent command {command!r} exited 0 but wrote no {what} in its workspace "
-                f"for {where}; the {request.role.value} must write {_to_write(request)}"
+                f"for {where}; the {request.role.value} must write {what_to_write(request)}"
                 f"{_tail(result, secrets)}"
             )
         return AgentOutput(files=files, usage=Usage(), model=self.model)
@@ -241,7 +215,7 @@ class CommandAgent:
         self, request: AgentRequest, *, secrets: Mapping[str, str] | None = None
     ) -> SandboxRequest:
         """The sandbox request for ``request`` (``secrets``: variables for its env)."""
-        role = _served_role(request)
+        role = served_role(request)
         base = getattr(request, "environment", None) or EnvironmentSpec()
         environment = base.model_copy(
             update={
@@ -256,13 +230,13 @@ class CommandAgent:
             # Where a CLI agent that runs its code finds it and its dependencies.
             pythonpath=["src", f"{INPUTS_DIR}/deps_src/src"] if role in _IMPLEMENTERS else (),
             timeout_s=self.timeout_s,
-            collect=[_collected(request)],
+            collect=[collected_path(request)],
             network=self.network,
         )
 
     def workspace(self, request: AgentRequest) -> Bundle:
         """The files the command starts with (workspace-relative paths)."""
-        role = _served_role(request)
+        role = served_role(request)
         files: Bundle = {PROMPT_FILE: prompt_text(request).encode()}
         for bundle, contents in sorted(request.inputs.items()):
             if role in _IMPLEMENTERS and (bundle == "tests" or any(_is_test(p) for p in contents)):
@@ -308,35 +282,6 @@ class CommandAgent:
         return files
 
 
-def prompt_text(request: AgentRequest) -> str:
-    """``prompt.md``: the role's prompt, and how to answer with files instead of JSON."""
-    prompt = render_prompt(request)
-    role = _served_role(request)
-    bundles = ", ".join(f"`{INPUTS_DIR}/{name}/`" for name in sorted(request.inputs)) or "none"
-    lines = [
-        "## Working in this workspace",
-        "You run as a command-line agent in your own workspace (the current directory). "
-        "Do not answer with JSON on standard output: write files.",
-        f"- Your inputs, as files: {bundles}.",
-    ]
-    if role is not Role.CONTRACT_AUTHOR and "contract" in request.inputs:
-        lines.append(f"- The component's contract is also at `{CONTRACT_FILE}`.")
-    lines.append(f"- Write {_to_write(request)}. Nothing else you write is kept.")
-    lines.append("- Exit with status 0 when the files are written, non-zero if you cannot.")
-    return f"{prompt.system.rstrip()}\n\n{prompt.user.rstrip()}\n\n" + "\n".join(lines) + "\n"
-
-
-def _collected(request: AgentRequest) -> str:
-    """The one workspace path collected after the command: a teachback, or the role's."""
-    return TEACHBACK_FILE if request.teachback else OUTPUTS[_served_role(request)]
-
-
-def _to_write(request: AgentRequest) -> str:
-    if request.teachback:
-        return _WRITE_TEACHBACK
-    return _WRITE[_served_role(request)].format(component=request.component_id)
-
-
 def render_argv(template: Sequence[str], *, role: Role, component: str) -> list[str]:
     """Fill in ``{prompt_file}``, ``{workspace}``, ``{role}`` and ``{component}``."""
     values = {
@@ -370,12 +315,6 @@ def sandbox_from_env() -> Sandbox:
         f"{SANDBOX_ENV}={name!r} names no sandbox the command agent can use; set it to "
         "local or docker on this worker"
     )
-
-
-def _served_role(request: AgentRequest) -> Role:
-    if request.role not in OUTPUTS:
-        raise PermanentAgentError(f"the command agent cannot serve role {request.role.value!r}")
-    return request.role
 
 
 def _checkable_tool(command: str) -> list[str]:
