@@ -20,7 +20,6 @@ from collections.abc import Callable
 from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import PactError, VerificationError
 from pact_workers.models.work import (
-    ROLE_FOR_PHASE,
     ErrorClass,
     ItemStatus,
     Phase,
@@ -40,12 +39,12 @@ from scheduler.gates.keeper import GateKeeper
 from scheduler.inputs import build_inputs
 from scheduler.journal import Listener, RunJournal
 from scheduler.launch import load_state
-from scheduler.leases import LeaseBook, interrupted, lease_failure
+from scheduler.leases import LeaseBook, interrupted
+from scheduler.leasewatch import LeaseWatching
 from scheduler.lifecycle.cancelling import CancelHandling
 from scheduler.lifecycle.progress import ProgressReporting
 from scheduler.outcomes import ResultHandling
 from scheduler.pactimport.runcache import run_cache_for
-from scheduler.policy import STALLED, WORKER_LOST
 from scheduler.project import ProjectDir
 from scheduler.provenance.lessons import lessons_key, prior_lessons, retrospect
 from scheduler.provenance.promotion import restore_provenance
@@ -57,7 +56,7 @@ from scheduler.wavefront import Key, WavefrontScheduler
 log = logging.getLogger(__name__)
 
 
-class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReporting):
+class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReporting, LeaseWatching):
     """Drives one run to a terminal or paused state with one executor."""
 
     def __init__(
@@ -347,31 +346,6 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
             )
         )
         self._poison(component_id, phase)
-
-    # -- leases -----------------------------------------------------------
-
-    def _renew_leases(self) -> None:
-        self.leases.renew(self.executor.activity())
-
-    def _expire_leases(self) -> None:
-        """An attempt whose worker went quiet past its role's timeout is retried."""
-        timeouts = self.settings.timeouts
-        in_flight = [(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()]
-        for lease in self.leases.expired(
-            in_flight, lambda phase: timeouts.get_timeout(ROLE_FOR_PHASE[phase].value)
-        ):
-            timeout_s = timeouts.get_timeout(ROLE_FOR_PHASE[lease[1]].value)
-            error = f"TimeoutError: no activity from the worker for {timeout_s}s"
-            self._fail(lease_failure(self.state.run_id, lease, STALLED, error))
-
-    def _reclaim_lost(self) -> None:
-        """Attempts whose worker stopped renewing its lease are dispatched again."""
-        current = {(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()}
-        for lease in self.executor.lost():
-            if lease in current:
-                self.leases.release(lease)
-                error = "WorkerLost: the worker's lease expired (it stopped or lost Redis)"
-                self._fail(lease_failure(self.state.run_id, lease, WORKER_LOST, error))
 
     # -- waiting and finishing -----------------------------------------------
 
