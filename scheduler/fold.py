@@ -43,6 +43,7 @@ from scheduler.events import (
 )
 from scheduler.gates.transitions import GATE_TRANSITIONS, gate_dispatched
 from scheduler.interview.recorded import PLANNING_PHASES, InterviewRecorded
+from scheduler.lifecycle import ready
 from scheduler.lifecycle.events import ItemProgress, RunCancelled
 from scheduler.lifecycle.transitions import item_progress, resumed, run_cancelled
 from scheduler.regression.events import RegressionChecked
@@ -105,15 +106,17 @@ def derive_phase(state: RunState) -> str:
 
 def _set_status(state: RunState, item: ItemState, status: ItemStatus) -> None:
     """Every status change goes through here, so that the indexes stay right."""
+    old = item.status
     state.index.moved(item_key(item.component_id, item.phase), item, status)
     item.status = status
+    ready.after_move(state, item, old)  # pending <-> ready, here and for its dependents
 
 
 def _set_retry(state: RunState, item: ItemState, retry_at: float | None) -> None:
     """Every change of ``retry_at`` goes through here (the index of waiting items)."""
     item.retry_at = retry_at
     key = item_key(item.component_id, item.phase)
-    if retry_at is not None and item.status is ItemStatus.PENDING:
+    if retry_at is not None and item.status in ready.WAITING:
         state.index.retry_at[key] = retry_at
     else:
         state.index.retry_at.pop(key, None)
@@ -133,6 +136,7 @@ def _run_started(state: RunState, e: RunStarted) -> None:
         for phase in phases_for(tree, cid):
             state.items[item_key(cid, phase)] = ItemState(component_id=cid, phase=phase)
     state.reindex()
+    ready.settle_all(state)
 
 
 def _dispatched(state: RunState, e: ItemDispatched) -> None:
@@ -232,6 +236,7 @@ def _contract_checked(state: RunState, e: ContractChecked) -> None:
     if e.waits_for:
         known = state.dependencies.setdefault(e.component_id, [])
         known.extend(d for d in e.waits_for if d not in known)
+        ready.dependency_added(state, e.component_id, e.waits_for)
 
 
 def _cache_hit(state: RunState, e: CacheHit) -> None:
@@ -264,7 +269,7 @@ def _poisoned(state: RunState, e: ItemsPoisoned) -> None:
 def _suspended(state: RunState, e: ItemsSuspended) -> None:
     for cid, phase in e.items:
         item = state.item(cid, phase)
-        if item.status is ItemStatus.PENDING:
+        if item.status in ready.WAITING:
             _set_status(state, item, ItemStatus.SUSPENDED)
             item.suspension = e.kind
             item.suspension_reason = e.reason

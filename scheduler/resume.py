@@ -14,7 +14,7 @@ from scheduler.fold import PACT_PHASE_ORDER, apply
 from scheduler.lifecycle.cancel import REQUEST_FILE
 from scheduler.project import ProjectDir
 from scheduler.state import RunState, RunStatus, final_phase
-from scheduler.state_index import PACT_PHASE
+from scheduler.state_index import PACT_PHASE, WAITING
 
 ResumePhase = Literal["interview", "decompose", "contract", "implement", "integrate"]
 
@@ -25,6 +25,7 @@ RESETTABLE = frozenset(
         ItemStatus.POISONED,
         ItemStatus.SUSPENDED,
         ItemStatus.PENDING,
+        ItemStatus.READY,
         ItemStatus.CANCELLED,
     }
 )
@@ -98,7 +99,7 @@ def compute_resume_strategy(
         for i in state.items.values()
         if i.status in RESETTABLE
         and PACT_PHASE_ORDER.index(PACT_PHASE[i.phase]) >= start
-        and (i.status is not ItemStatus.PENDING or i.suspension is not None)
+        and (i.status not in WAITING or i.suspension is not None)
     ]
     cleared = ["status", "pause_reason", "recommendation", "fail_reason"]
     cleared += [f"items.{c}/{p.value}" for c, p in reset]

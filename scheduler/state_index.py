@@ -22,6 +22,8 @@ from pact_workers.models.work import IN_FLIGHT, ItemStatus, Phase
 if TYPE_CHECKING:
     from scheduler.state import ItemState, RunState
 
+#: The statuses of an item that waits to be dispatched (ready: its prerequisites are done).
+WAITING = frozenset({ItemStatus.PENDING, ItemStatus.READY})
 #: Pact's run phases for each item phase (tests are part of the contract phase).
 PACT_PHASE = {
     Phase.CONTRACT: "contract",
@@ -48,6 +50,8 @@ class StateIndex:
     done_seconds: dict[Phase, list[float]] = field(default_factory=dict)
     #: Attempts that ended (a result, a failure or a lost attempt), per phase.
     finished_attempts: Counter[Phase] = field(default_factory=Counter)
+    #: Item key -> the items waiting for it (scheduler.lifecycle.ready; built on first use).
+    dependents: dict[str, list[str]] | None = None
 
     @classmethod
     def build(cls, state: RunState) -> StateIndex:
@@ -57,7 +61,7 @@ class StateIndex:
             index.counts[item.status] += 1
             if item.status in IN_FLIGHT:
                 index.in_flight[key] = None
-            if item.status is ItemStatus.PENDING and item.retry_at is not None:
+            if item.status in WAITING and item.retry_at is not None:
                 index.retry_at[key] = item.retry_at
             if item.status is not ItemStatus.DONE:
                 index.open_by_pact_phase[PACT_PHASE[item.phase]] += 1
@@ -81,7 +85,7 @@ class StateIndex:
             self.in_flight[key] = None
         elif old in IN_FLIGHT:
             self.in_flight.pop(key, None)
-        if new is not ItemStatus.PENDING:
+        if new not in WAITING:
             self.retry_at.pop(key, None)
         if (old is ItemStatus.DONE) != (new is ItemStatus.DONE):
             self.open_by_pact_phase[PACT_PHASE[item.phase]] += -1 if new is ItemStatus.DONE else 1

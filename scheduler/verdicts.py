@@ -20,6 +20,7 @@ from scheduler.events import (
 )
 from scheduler.failures import recent_failures, repeated_errors
 from scheduler.state import RunState
+from scheduler.state_index import WAITING
 from scheduler.systemic import detect_systemic_failure
 from scheduler.wavefront import WorkGraph
 
@@ -63,9 +64,7 @@ def systemic_pause(state: RunState, threshold: int) -> RunPaused | None:
 
 def budget_stop(state: RunState, reason: str) -> list[Event]:
     """Suspend every pending item *far* and fail the run until the budget is raised."""
-    pending = [
-        (i.component_id, i.phase) for i in state.items.values() if i.status is ItemStatus.PENDING
-    ]
+    pending = [(i.component_id, i.phase) for i in state.items.values() if i.status in WAITING]
     return [
         ItemsSuspended(kind=SuspensionKind.FAR, reason=f"budget: {reason}", items=pending),
         RunFailed(
@@ -97,6 +96,6 @@ def run_end(state: RunState) -> RunCompleted | RunFailed:
             f"{i.component_id}/{i.phase.value} failed: {i.last_error}" for i in failed
         )
     else:
-        stuck = [k for k, i in state.items.items() if i.status is ItemStatus.PENDING]
+        stuck = [k for k, i in state.items.items() if i.status in WAITING]
         reason = f"no item can make progress: {', '.join(stuck)}"
     return RunFailed(reason=reason)

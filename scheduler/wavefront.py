@@ -33,6 +33,7 @@ from scheduler.events import Event, ItemsPoisoned, ItemsSuspended, RunResumed
 from scheduler.lifecycle.events import RunCancelled
 from scheduler.readiness import PHASE_ORDER, ReadyTracker, material_change
 from scheduler.state import RunState, final_phase, item_key, phases_for
+from scheduler.state_index import WAITING
 
 Key = tuple[str, Phase]
 
@@ -313,7 +314,7 @@ class WavefrontScheduler:
 
     def _take(self, state: RunState, component_id: str, phase: Phase) -> None:
         item = state.items[item_key(component_id, phase)]
-        retry_at = item.retry_at if item.status is ItemStatus.PENDING else None
+        retry_at = item.retry_at if item.status in WAITING else None
         self.tracker.set_status((component_id, phase), item.status, retry_at)
 
     def _weights(self) -> dict[Phase, float]:

@@ -35,7 +35,13 @@ log = logging.getLogger(__name__)
 #: Statuses a cancel moves to ``cancelled`` (finished items stay as they are). An
 #: attempt awaiting review is not finished: cancelled, its held result is dropped.
 CANCELLABLE = frozenset(
-    {ItemStatus.PENDING, ItemStatus.SUSPENDED, ItemStatus.AWAITING_REVIEW, *IN_FLIGHT}
+    {
+        ItemStatus.PENDING,
+        ItemStatus.READY,
+        ItemStatus.SUSPENDED,
+        ItemStatus.AWAITING_REVIEW,
+        *IN_FLIGHT,
+    }
 )
 REQUEST_FILE = "cancel-request.json"
 

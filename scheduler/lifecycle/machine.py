@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pact_workers.errors import RunDirError
-from pact_workers.models.work import IN_FLIGHT, Phase
+from pact_workers.models.work import IN_FLIGHT, ItemStatus, Phase
 from scheduler.events import (
     ArtifactsPromoted,
     CacheDropped,
@@ -218,7 +218,7 @@ def confirm(event: Event, checked: list[tuple[ItemState, Transition]]) -> None:
         IllegalTransition: a fold handler and the table disagree (a bug, never data).
     """
     for item, row in checked:
-        if item.status is not row.target:
+        if item.status is not row.target and not _settled(item.status, row.target):
             raise IllegalTransition(
                 f"audit event {event.seq or '(unsaved)'} ({event.type}) moved "
                 f"{item.component_id}/{item.phase.value} to {item.status.value}, but the "
@@ -227,3 +227,13 @@ def confirm(event: Event, checked: list[tuple[ItemState, Transition]]) -> None:
                 seq=event.seq,
                 event_type=event.type,
             )
+
+
+def _settled(status: ItemStatus, target: ItemStatus) -> bool:
+    """``status`` is where ``target`` leads at once by the table's readiness rows (a
+    pending item whose prerequisites are done is ready, scheduler.lifecycle.ready)."""
+    for event in ("prerequisites_met", "prerequisites_unmet"):
+        row = lookup(target, event, Actor.SCHEDULER)
+        if row is not None and row.target is status:
+            return True
+    return False

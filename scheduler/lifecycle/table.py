@@ -3,8 +3,12 @@
 ===============  ===========  =========  ===============  ==============================
 from             event        actor      to               guards
 ===============  ===========  =========  ===============  ==============================
-pending          dispatch     scheduler  dispatched       dependencies_met, budget_left,
-                                                          not_cancelled
+pending          prerequi-    scheduler  ready            dependencies_met
+                 sites_met
+ready            prerequi-    scheduler  pending          (a prerequisite is not done
+                 sites_unmet                              any more: a redo)
+pending,         dispatch     scheduler  dispatched       dependencies_met, budget_left,
+ready                                                     not_cancelled
 dispatched       start        worker     running          lease_current
 dispatched,      verify       worker     verifying        lease_current
 running
@@ -33,6 +37,10 @@ suspended,
 in flight,
 awaiting_review
 ===============  ===========  =========  ===============  ==============================
+
+A row whose target is ``pending`` ends in ``ready`` when the item's prerequisites are
+met (the fold applies ``prerequisites_met`` at once); a ready item may be given up,
+poisoned, suspended, reset or cancelled as a pending one.
 
 Plus rows that leave the state unchanged: a finished item is neither poisoned,
 suspended, reset nor cancelled; ``promote`` applies to a done item; ``drop`` (a late
@@ -118,8 +126,11 @@ _LEASE = (Guard.LEASE_CURRENT,)
 
 TRANSITIONS: tuple[Transition, ...] = tuple(
     [
+        # Ready: pending with every prerequisite done (scheduler.lifecycle.ready).
+        *_rows([S.PENDING], "prerequisites_met", _SCHED, S.READY, (Guard.DEPENDENCIES_MET,)),
+        *_rows([S.READY], "prerequisites_unmet", _SCHED, S.PENDING),
         *_rows(
-            [S.PENDING],
+            [S.PENDING, S.READY],
             "dispatch",
             _SCHED,
             S.DISPATCHED,
@@ -131,17 +142,17 @@ TRANSITIONS: tuple[Transition, ...] = tuple(
         *_rows(_FLIGHT, "retry", _OUTCOME, S.PENDING, (Guard.LEASE_CURRENT, Guard.CAN_RETRY)),
         *_rows(_FLIGHT, "hold", _OUTCOME, S.PENDING, _LEASE),
         *_rows(_FLIGHT, "give_up", _OUTCOME, S.FAILED, _LEASE),
-        *_rows([S.PENDING], "give_up", _SCHED, S.FAILED),
+        *_rows([S.PENDING, S.READY], "give_up", _SCHED, S.FAILED),
         *_rows(_FLIGHT, "redispatch", _SCHED, S.PENDING, _LEASE),
         *_rows(_FLIGHT, "check", _SCHED, None, _LEASE),
         *_rows(_FLIGHT, "cache_hit", _SCHED, None, _LEASE),
         *_rows(_ALL, "cache_drop", _SCHED),
-        *_rows([S.PENDING, S.SUSPENDED, S.POISONED], "poison", _SCHED, S.POISONED),
+        *_rows([S.PENDING, S.READY, S.SUSPENDED, S.POISONED], "poison", _SCHED, S.POISONED),
         *_rows([S.DONE, S.FAILED, S.CANCELLED], "poison", _SCHED),
-        *_rows([S.PENDING], "suspend", _SCHED, S.SUSPENDED),
-        *_rows([s for s in _ALL if s is not S.PENDING], "suspend", _SCHED),
+        *_rows([S.PENDING, S.READY], "suspend", _SCHED, S.SUSPENDED),
+        *_rows([s for s in _ALL if s not in {S.PENDING, S.READY}], "suspend", _SCHED),
         *_rows(
-            [S.FAILED, S.POISONED, S.SUSPENDED, S.PENDING, S.CANCELLED],
+            [S.FAILED, S.POISONED, S.SUSPENDED, S.PENDING, S.READY, S.CANCELLED],
             "reset",
             [Actor.HUMAN],
             S.PENDING,
@@ -149,7 +160,7 @@ TRANSITIONS: tuple[Transition, ...] = tuple(
         *_rows([S.DONE], "reset", [Actor.HUMAN]),
         *_rows([S.DONE], "redo", [Actor.HUMAN], S.PENDING),
         *_rows(
-            [S.PENDING, S.SUSPENDED, *_FLIGHT, S.AWAITING_REVIEW],
+            [S.PENDING, S.READY, S.SUSPENDED, *_FLIGHT, S.AWAITING_REVIEW],
             "cancel",
             [Actor.HUMAN],
             S.CANCELLED,
@@ -160,7 +171,7 @@ TRANSITIONS: tuple[Transition, ...] = tuple(
         *_rows(_FLIGHT, "regression_check", _SCHED, None, _LEASE),
         *_rows(_ALL, "drop", _SCHED),
         # The gates (scheduler.gates): a teachback reviewed, an item held for a human.
-        *_rows([S.PENDING], "would_have_blocked", _SCHED),
+        *_rows([S.PENDING, S.READY], "would_have_blocked", _SCHED),
         *_rows(_FLIGHT, "teachback_submit", [Actor.HARNESS], None, _LEASE),
         *_rows(_FLIGHT, "teachback_approve", _SCHED, S.PENDING, _LEASE),
         *_rows(_FLIGHT, "teachback_correct", _SCHED, S.PENDING, _LEASE),

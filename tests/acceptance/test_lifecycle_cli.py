@@ -72,3 +72,35 @@ def test_a_log_with_an_illegal_move_is_refused_with_the_event_and_item_named(dem
     assert res.returncode == 2
     assert "item_succeeded" in res.stderr and done["component_id"] in res.stderr
     assert "from done" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_status_counts_as_ready_what_waits_for_nothing_not_done(demo: Path) -> None:
+    from pact_workers.models.tree import DecompositionTree
+
+    project = demo
+    log = (project / ".pact" / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    started = json.loads(log[0])
+    assert started["type"] == "run_started"
+    tree = DecompositionTree.model_validate(started["tree"])
+    # Right after the start only contracts of components that depend on no other are
+    # ready; every other item waits for something (pending).
+    free = [c for c in tree.nodes if not tree.internal_dependencies(c)]
+    (project / ".pact" / "audit.jsonl").write_text(log[0] + "\n")
+    (project / ".pact" / "state.json").unlink()
+    status = json.loads(pact("status", str(project), "--json").stdout)
+    assert status["items"].get("ready") == len(free) > 0
+    assert status["items"].get("pending") == sum(status["items"].values()) - len(free)
+    # Once the first contract is done, its tests are ready too (and it is not).
+    at = next(
+        i
+        for i, line in enumerate(log)
+        if '"type":"item_succeeded"' in line and '"phase":"contract"' in line
+    )
+    (project / ".pact" / "audit.jsonl").write_text("\n".join(log[: at + 1]) + "\n")
+    done = json.loads(log[at])["component_id"]
+    res = pact("status", str(project), "--json")
+    assert res.returncode == 0, res.stderr
+    items = json.loads(res.stdout)["items"]
+    assert items.get("done") == 1 and items.get("ready", 0) >= 1
+    human = pact("status", str(project))
+    assert human.returncode == 0 and "ready" in human.stdout, (done, human.stdout)

@@ -563,7 +563,7 @@ def test_a_hit_dropped_by_the_runs_checks_sends_the_item_back_to_pending() -> No
     )
     state = folded(dispatched(), drop)
     item = state.item("store", Phase.CONTRACT)
-    assert item.status is ItemStatus.PENDING and item.cache == "dropped"
+    assert item.status is ItemStatus.READY and item.cache == "dropped"  # to be dispatched again
     assert item.rejections == 0 and not item.failures  # no attempt of the agent spent
     assert state.in_flight() == []
 

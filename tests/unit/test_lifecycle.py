@@ -57,10 +57,11 @@ class Run:
 def test_a_result_for_an_item_never_dispatched_is_refused_with_the_item_and_state_named() -> None:
     run = Run()
     with pytest.raises(
-        IllegalTransition, match=r"c1/contract cannot go through 'succeed'.*pending"
+        IllegalTransition, match=r"c1/contract cannot go through 'succeed'.*from ready"
     ):
         run.succeed("c1", Phase.CONTRACT)
-    assert run.state.item("c1", Phase.CONTRACT).status is ItemStatus.PENDING
+    # Waiting for nothing, as the run started: ready.
+    assert run.state.item("c1", Phase.CONTRACT).status is ItemStatus.READY
     assert run.state.last_seq == 1  # nothing of the refused event was applied
 
 
@@ -125,7 +126,8 @@ def test_a_finished_item_is_not_poisoned_and_a_resume_leaves_done_work_alone() -
         )
     )
     assert run.state.item("c1", Phase.CONTRACT).status is ItemStatus.DONE
-    assert run.state.item("c1", Phase.TEST).status is ItemStatus.PENDING
+    # Reset, and its contract done: ready.
+    assert run.state.item("c1", Phase.TEST).status is ItemStatus.READY
 
 
 def test_only_a_human_s_redo_reopens_done_work_and_a_cancelled_item_is_never_dispatched() -> None:

@@ -58,7 +58,7 @@ def test_a_whole_run_cancel_fences_what_is_in_flight_and_pauses_the_run() -> Non
     assert run.state.item("c2", Phase.CONTRACT).status is ItemStatus.CANCELLED
     run.log(RunResumed(original_status="paused", reset_items=[("c2", Phase.CONTRACT)]))
     assert not run.state.cancelled
-    assert run.state.item("c2", Phase.CONTRACT).status is ItemStatus.PENDING
+    assert run.state.item("c2", Phase.CONTRACT).status is ItemStatus.READY  # waits for nothing
 
 
 def test_a_cancel_names_items_by_component_or_component_and_phase() -> None:

@@ -83,7 +83,8 @@ def test_resume_preserves_completed_work(tmp_path: Path) -> None:
     assert snapshot(project.root) == before
     for cid in ("c1", "c2", "c3"):
         assert resumed.item(cid, Phase.IMPLEMENT).status is ItemStatus.DONE
-    assert resumed.item("c4", Phase.IMPLEMENT).status is ItemStatus.PENDING
+    # Reset: c4's prerequisites are done (ready), root's integration waits for c4.
+    assert resumed.item("c4", Phase.IMPLEMENT).status is ItemStatus.READY
     assert resumed.item("root", Phase.INTEGRATE).status is ItemStatus.PENDING
     assert resumed.item("root", Phase.INTEGRATE).poisoned_by is None
 
@@ -125,7 +126,7 @@ def test_rebuild_from_clean_audit(tmp_path: Path) -> None:
     assert state.item("c1", Phase.IMPLEMENT).status is ItemStatus.DONE
     assert state.item("c2", Phase.IMPLEMENT).status is ItemStatus.DONE
     assert state.item("root", Phase.CONTRACT).status is ItemStatus.DONE
-    assert state.item("root", Phase.TEST).status is ItemStatus.PENDING
+    assert state.item("root", Phase.TEST).status is ItemStatus.READY  # its contract is done
     assert state.usage.input_tokens == 7 * 100 and state.usage.cost_usd == pytest.approx(0.07)
     assert state.phase == "contract" and state.last_seq == len(events)
 
