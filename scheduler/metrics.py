@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from pact_workers.models.work import IN_FLIGHT, ROLE_FOR_PHASE, Role
+from pact_workers.models.work import IN_FLIGHT, ROLE_FOR_PHASE, ItemStatus, Role
 from scheduler.events import (
     Event,
     ItemFailed,
@@ -55,6 +55,13 @@ class SchedulerMetrics:
             ["status"],
             registry=r,
         )
+        #: Items in the ``ready`` state (prerequisites done, not in flight) of the runs
+        #: this service holds, whether or not a slot is free for them.
+        self.ready_state = Gauge(
+            "pact_items_in_ready_state",
+            "Items whose prerequisites are done and that wait to be dispatched",
+            registry=r,
+        )
         for role in Role:
             self.ready.labels(role.value).set(0)
             self.in_flight.labels(role.value).set(0)
@@ -82,13 +89,16 @@ class SchedulerMetrics:
         by_state: dict[str, int] = {}
         flying: dict[str, int] = {role.value: 0 for role in Role}
         stages: dict[str, int] = {status.value: 0 for status in IN_FLIGHT}
+        ready = 0
         for registry_state, state, _ in runs:
             by_state[registry_state] = by_state.get(registry_state, 0) + 1
+            ready += state.index.counts[ItemStatus.READY]  # kept by the fold, O(1)
             for item in state.in_flight():
                 flying[ROLE_FOR_PHASE[item.phase].value] += 1
                 stages[item.status.value] += 1
         for status, count in stages.items():
             self.by_status.labels(status).set(count)
+        self.ready_state.set(ready)
         for name in ("queued", "active", "paused", "completed", "failed"):
             self.runs.labels(name).set(by_state.get(name, 0))
         for role, count in flying.items():

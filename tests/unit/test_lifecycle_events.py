@@ -105,6 +105,8 @@ def test_the_metrics_count_in_flight_items_by_what_their_workers_report() -> Non
     assert 'pact_in_flight_items_by_status{status="dispatched"} 1.0' in text
     assert 'pact_in_flight_items_by_status{status="verifying"} 1.0' in text
     assert 'pact_in_flight_items_by_status{status="running"} 0.0' in text
+    # The root's contract waits for nothing and is not in flight: ready.
+    assert "pact_items_in_ready_state 1.0" in text
 
 
 def test_a_resume_voids_a_cancel_request_no_process_took(tmp_path: Path) -> None:
