@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TypeVar, cast
 
@@ -45,6 +45,23 @@ def read_events(path: Path, *, offset: int = 0) -> tuple[list[Event], list[str]]
             where = f"{path}:{number}" if not offset else f"{path} (byte {offset} on):{number}"
             warnings.append(f"{where}: {what}: {str(exc).splitlines()[0]}")
     return events, warnings
+
+
+def iter_events(path: Path) -> Iterator[Event]:
+    """The readable events of ``path`` in order, one line at a time (a reader that
+    needs one pass and not the whole log in memory); unreadable lines are skipped."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise RunDirError(f"{path}: no audit log; is this a pact project directory?") from None
+    with fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                yield parse_event(line)
+            except (ValidationError, ValueError):
+                continue
 
 
 def line_before(path: Path, offset: int) -> bytes:

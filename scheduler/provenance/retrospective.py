@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pact_workers.files import atomic_write
 from pact_workers.models.contract import ComponentContract
 from pact_workers.models.work import ErrorClass, Phase
-from scheduler.audit import read_events
+from scheduler.audit import iter_events
 from scheduler.events import (
     ContractChecked,
     ItemFailed,
@@ -151,27 +151,31 @@ def generate_retrospective(project_dir: Path) -> RunRetrospective:
         ValueError: the project's log holds no run.
     """
     pact = project_dir / ".pact"
-    events, _ = read_events(pact / "audit.jsonl")
-    started = next((e for e in events if isinstance(e, RunStarted)), None)
-    if started is None:
-        raise ValueError(f"{pact / 'audit.jsonl'}: holds no run")
+    # One pass over the log, keeping only what the retrospective reads (a log of a
+    # 10,000-component run is tens of MB: never all of it in memory at once).
+    started: RunStarted | None = None
+    last_ts = ""
     cost: dict[str, float] = defaultdict(float)
     failures: dict[tuple[str, Phase], list[ItemFailed]] = defaultdict(list)
-    accepted: dict[tuple[str, Phase], ItemSucceeded] = {}
+    #: The attempt each accepted item passed with.
+    accepted: dict[tuple[str, Phase], int] = {}
     rejected_contracts: Counter[str] = Counter()
     status = "active"
     pauses: list[RunPaused] = []
     fail_reason = ""
     planning = 0.0
     blocked: dict[str, WouldHaveBlocked] = {}
-    for event in events:
+    for event in iter_events(pact / "audit.jsonl"):
+        last_ts = event.ts
+        if started is None and isinstance(event, RunStarted):
+            started = event
         if isinstance(event, ItemSucceeded | ItemFailed):
             cost[event.component_id] += event.usage.cost_usd
         elif isinstance(event, InterviewRecorded):
             # What pact plan's interview and decomposition cost: the run's, no component's.
             planning += sum(u.cost_usd for u in event.usage.values())
         if isinstance(event, ItemSucceeded):
-            accepted[(event.component_id, event.phase)] = event
+            accepted[(event.component_id, event.phase)] = event.attempt
         elif isinstance(event, ItemFailed):
             failures[(event.component_id, event.phase)].append(event)
         elif isinstance(event, GateWouldHaveBlocked):
@@ -187,9 +191,11 @@ def generate_retrospective(project_dir: Path) -> RunRetrospective:
             status, fail_reason = "failed", event.reason
         elif isinstance(event, RunStarted):
             status = "active"
+    if started is None:
+        raise ValueError(f"{pact / 'audit.jsonl'}: holds no run")
     tree_nodes = started.tree.get("nodes", {})
     components = list(tree_nodes) if isinstance(tree_nodes, dict) else []
-    begin, end = _ts(started.ts), _ts(events[-1].ts)
+    begin, end = _ts(started.ts), _ts(last_ts)
     duration = (end - begin).total_seconds() if begin and end else 0.0
     revisions = {
         cid
@@ -220,7 +226,7 @@ def generate_retrospective(project_dir: Path) -> RunRetrospective:
         lessons=specific_lessons(lessons, names),
         would_have_blocked=[blocked[item] for item in sorted(blocked)],
         status=status,
-        generated_at=events[-1].ts,
+        generated_at=last_ts,
     )
 
 
@@ -261,7 +267,7 @@ def _failure_patterns(
 
 def _lessons(
     failures: dict[tuple[str, Phase], list[ItemFailed]],
-    accepted: dict[tuple[str, Phase], ItemSucceeded],
+    accepted: dict[tuple[str, Phase], int],
     cost: dict[str, float],
     pauses: list[RunPaused],
     fail_reason: str,
@@ -279,7 +285,7 @@ def _lessons(
         if tests:
             name, message = tests[0]
             more = f" and {len(tests) - 1} more" if len(tests) > 1 else ""
-            outcome = f"attempt {done.attempt} passed" if done is not None else "it never passed"
+            outcome = f"attempt {done} passed" if done is not None else "it never passed"
             lessons.append(
                 (
                     spent,
@@ -304,7 +310,7 @@ def _lessons(
                 (
                     spent,
                     f"{cid}/{phase.value} needed {len(failed)} retry(ies) for "
-                    f"{', '.join(kinds)} before attempt {done.attempt} passed.",
+                    f"{', '.join(kinds)} before attempt {done} passed.",
                 )
             )
         elif phase is Phase.CONTRACT:
