@@ -18,10 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
-from pact_workers.errors import TreeError
+from pact_workers.errors import InputError, TreeError
 
-__all__ = ["given", "parse_tree_text", "read_input_file"]
+__all__ = [
+    "given",
+    "parse_tree_text",
+    "read_input_file",
+    "read_json_input",
+    "validation_problems",
+]
 
 
 def read_input_file(path: Path, max_bytes: int) -> bytes:
@@ -41,6 +48,35 @@ def read_input_file(path: Path, max_bytes: int) -> bytes:
         if info.st_size > max_bytes:
             raise OSError(errno.EFBIG, f"larger than {max_bytes // (1024 * 1024)} MB")
         return fh.read(max_bytes + 1)
+
+
+def read_json_input(path: Path, max_bytes: int) -> tuple[bytes, Any]:
+    """The bytes of a JSON file a user named (see :func:`read_input_file`), and the
+    document they parse to.
+
+    Raises:
+        InputError: naming the file: it cannot be read, is not UTF-8 text, is not
+            JSON, or is nested deeper than the parser allows.
+    """
+    try:
+        raw = read_input_file(path, max_bytes)
+        return raw, json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested deeper than the parser allows") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def validation_problems(exc: ValidationError, root: str, *, limit: int = 5) -> str:
+    """The first ``limit`` problems of ``exc``, each as ``field.path: message`` (``root``
+    for a problem with the document as a whole)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or root}: {e['msg']}" for e in exc.errors()[:limit]
+    )
 
 
 def parse_tree_text(text: str, where: str, *, yaml_format: bool) -> Any:

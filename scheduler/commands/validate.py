@@ -12,7 +12,6 @@ checked with this machine's default environment.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from pydantic import ValidationError
 
 from pact_workers.errors import InputError, PactError, RunDirError
 from pact_workers.models.contract import ComponentContract
-from pact_workers.models.documents import read_input_file
+from pact_workers.models.documents import read_json_input, validation_problems
 from pact_workers.models.environment import EnvironmentSpec
 from pact_workers.models.tree import DecompositionTree, load_tree
 from pact_workers.probes import import_candidates, probe_imports
@@ -236,24 +235,11 @@ def _contract_file(folder: Path) -> tuple[Path | None, str]:
 
 
 def _read_contract(file: Path) -> ComponentContract:
-    try:
-        raw = read_input_file(file, MAX_CONTRACT_BYTES)
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(f"{file}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{file}: invalid JSON: {exc}") from None
-    except RecursionError:
-        raise InputError(f"{file}: nested deeper than the parser allows") from None
-    except OSError as exc:
-        raise InputError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+    _, doc = read_json_input(file, MAX_CONTRACT_BYTES)
     try:
         return ComponentContract.model_validate(doc)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'contract'}: {e['msg']}"
-            for e in exc.errors()[:5]
-        )
+        problems = validation_problems(exc, "contract")
         raise InputError(f"{file}: not a contract: {problems}") from None
 
 

@@ -11,7 +11,6 @@ union, so it repeats the fields every event has.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.errors import InputError
-from pact_workers.models.documents import read_input_file
+from pact_workers.models.documents import read_json_input, validation_problems
 from pact_workers.models.work import Usage
 from scheduler.interview.answers import AnswerLog, AuditedAnswer
 from scheduler.interview.document import InterviewDocument
@@ -96,22 +95,11 @@ def find_interview(tree_path: Path) -> FoundInterview | None:
     path = tree_path.parent / INTERVIEW_FILE
     if not path.is_file():
         return None
-    try:
-        raw = read_input_file(path, MAX_INTERVIEW_BYTES)
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON: {exc}") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    raw, doc = read_json_input(path, MAX_INTERVIEW_BYTES)
     try:
         document = InterviewDocument.model_validate(doc)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'interview'}: {e['msg']}"
-            for e in exc.errors()[:5]
-        )
+        problems = validation_problems(exc, "interview")
         raise InputError(f"{path}: not an interview: {problems}") from None
     return FoundInterview(path=str(path), raw=raw, document=document)
 

@@ -16,7 +16,6 @@ is an :class:`~pact_workers.errors.InputError` naming the file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from pydantic import ValidationError
 
 from pact_workers.errors import InputError
 from pact_workers.models.contract import ComponentContract
-from pact_workers.models.documents import read_input_file
+from pact_workers.models.documents import read_input_file, read_json_input, validation_problems
 from pact_workers.models.testing import TestResults
 from pact_workers.models.tree import DecompositionTree, load_tree
 
@@ -157,16 +156,7 @@ def _files(directory: Path, prefix: str) -> dict[str, bytes]:
 
 
 def _json(file: Path) -> Any:
-    try:
-        return json.loads(read_input_file(file, MAX_JSON_BYTES).decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(f"{file}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{file}: invalid JSON: {exc}") from None
-    except RecursionError:
-        raise InputError(f"{file}: nested deeper than the parser allows") from None
-    except OSError as exc:
-        raise InputError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+    return read_json_input(file, MAX_JSON_BYTES)[1]
 
 
 def _results(file: Path) -> TestResults:
@@ -174,10 +164,7 @@ def _results(file: Path) -> TestResults:
     try:
         results = TestResults.model_validate(doc)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'test_results'}: {e['msg']}"
-            for e in exc.errors()[:5]
-        )
+        problems = validation_problems(exc, "test_results")
         raise InputError(f"{file}: not Pact's test results: {problems}") from None
     if results.passed + results.failed + results.errors > results.total:
         raise InputError(
