@@ -27,6 +27,7 @@ from scheduler.cli.options import (
     ExecutorOption,
     JsonOption,
     ProjectArgument,
+    ReplayDirOption,
     SandboxOption,
     WorkersOption,
 )
@@ -54,9 +55,7 @@ def run(
         typer.Argument(help="tree.json (Pact's format) or tree.yaml (not with --from-pact)"),
     ] = None,
     agent: AgentOption = None,
-    replay_dir: Annotated[
-        Path | None, typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent")
-    ] = None,
+    replay_dir: ReplayDirOption = None,
     workers: WorkersOption = 4,
     sandbox: SandboxOption = "local",
     executor: ExecutorOption = "local",
