@@ -47,6 +47,8 @@ GATED_PHASES = frozenset({Phase.IMPLEMENT, Phase.INTEGRATE})
 _FINAL = GATED_PHASES
 #: Largest retrospective read when looking for a component's name (bytes).
 MAX_RETROSPECTIVE_BYTES = 4 * 1024 * 1024
+#: How many components' facts the keeper holds at once (oldest dropped first).
+_FACTS_KEPT = 1024
 
 Key = tuple[str, Phase]
 
@@ -69,6 +71,11 @@ class GateKeeper:
         if facts is None:
             facts = self._gather(state, dependents, component_id)
             if facts.contract is not None:
+                # A component's facts serve its few dispatches (test, then implement or
+                # integrate, and their retries), close together: keep the recent ones
+                # only, so a large tree's contracts are not all held at once.
+                if len(self._facts) >= _FACTS_KEPT:
+                    del self._facts[next(iter(self._facts))]
                 self._facts[component_id] = facts
         return gate_record(
             facts,
