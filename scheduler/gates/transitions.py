@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pact_workers.models.work import FailureNote, ItemStatus
+from pact_workers.models.work import FailureNote, ItemStatus, Phase
 from scheduler.gates.events import (
     AuditRequested,
     AuditReviewed,
@@ -48,8 +48,10 @@ def _interned(gate: GateRecord) -> GateRecord:
 
 def gate_dispatched(item: ItemState, gate: GateRecord | None, stage: Stage) -> None:
     """An ``item_dispatched``: its gate record, and whether it asks for a teachback."""
-    # The reasons stay in the log's event: the state (and state.json) keeps the numbers.
-    item.gates.record = _interned(gate) if gate is not None else None
+    # The reasons stay in the log's event: the state (and state.json) keeps the numbers,
+    # and only for the items whose work call is gated (the event keeps every record).
+    kept = gate is not None and item.phase in (Phase.IMPLEMENT, Phase.INTEGRATE)
+    item.gates.record = _interned(gate) if gate is not None and kept else None
     item.gates.stage = stage
     if stage == "teachback":
         item.gates.state = "teachback_pending"
