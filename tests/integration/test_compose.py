@@ -53,6 +53,7 @@ SERVICES = {
     "worker-test",
     "worker-code",
     "worker-integrator",
+    "worker-auditor",
     "flower",
 }
 ROLES = {"pact.contract_author", "pact.test_author", "pact.code_author", "pact.integrator"}
