@@ -42,8 +42,10 @@ def test_a_killed_worker_shows_in_the_timeline_and_the_sidecars_name_each_host(
     replay = slow_implementations(example, tmp_path)
     with Fleet(redis_url, tmp_path / "logs") as fleet, redis_client(redis_url) as client:
         authors = fleet.worker("authors", roles=AUTHOR_ROLES, concurrency=2)
+        # One slot: the kill loses exactly the attempt it interrupts (with two, a second
+        # implementation may have started by then and be lost too).
         coder = fleet.worker(
-            "coder", roles=CODE_ROLES, concurrency=2, lease_ttl_s=KILLED_LEASE_TTL_S
+            "coder", roles=CODE_ROLES, concurrency=1, lease_ttl_s=KILLED_LEASE_TTL_S
         )
         run = fleet.pact(*run_args(example, project, redis_url, replay=replay), name="run")
         run_id = wait_for_run_id(project, fleet=fleet, run=run)
