@@ -120,6 +120,9 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
                     self.finish()
                     break
                 results = self.executor.poll(self._poll_timeout())
+                # Stages an attempt reported before its result are logged before it: an
+                # attempt that ran and verified within one turn still shows both.
+                self.report_progress()
                 for result in results:
                     self.handle(result)
                 self.tick(had_results=bool(results))
