@@ -28,11 +28,11 @@ from scheduler.commands.inspection import (
     state_json_problems,
     status_report,
 )
+from scheduler.commands.resuming import resume_run
 from scheduler.commands.runs import (
     RunPlan,
     drive_run,
     prepare_run,
-    resume_run,
     run_plan,
     run_tree,
 )

@@ -22,7 +22,7 @@ from scheduler.budget import PhaseBudget
 from scheduler.commands.fleet import list_service_runs, submit_batch
 from scheduler.commands.inspection import status_report
 from scheduler.commands.provenance import show_retrospective
-from scheduler.commands.runs import resume_run
+from scheduler.commands.resuming import resume_run
 from scheduler.commands.statusdoc import status_json
 from scheduler.commands.validate import validate_path
 from scheduler.project import ProjectDir

@@ -1,0 +1,110 @@
+"""``pact resume``: a failed, paused or interrupted run carried on from where it stopped."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from pact_workers.agents.factory import build_agent
+from pact_workers.errors import InputError, RunDirError
+from scheduler.audit import AuditLog
+from scheduler.cache import embedded_cache
+from scheduler.commands.agents import make_agent, make_sandbox
+from scheduler.commands.fleet import check_executor
+from scheduler.commands.inspection import state_json_problems
+from scheduler.commands.rundir import check_run_dir
+from scheduler.commands.runs import check_environment, drive_run, require_keys
+from scheduler.journal import Listener
+from scheduler.launch import load_state
+from scheduler.lifecycle.cancel import void_fleet_request
+from scheduler.project import ProjectDir
+from scheduler.resume import compute_resume_strategy, execute_resume
+from scheduler.settings import load_settings
+from scheduler.state import RunState, RunStatus
+
+log = logging.getLogger(__name__)
+
+
+def resume_run(
+    *,
+    project_dir: Path,
+    from_phase: str | None = None,
+    agent_name: str | None = None,
+    replay_dir: Path | None = None,
+    workers: int = 4,
+    sandbox_name: str = "local",
+    listener: Listener | None = None,
+    executor_name: str = "local",
+    broker_url: str | None = None,
+    stop: threading.Event | None = None,
+    redo: Sequence[str] = (),
+) -> tuple[RunState, list[str]]:
+    """Resume a failed, paused or interrupted run; returns its final state and what
+    was inconsistent on disk when it resumed (each fixed by the resume itself).
+    ``redo``: done components to implement again (a completed run resumes for them).
+
+    Raises:
+        InputError: nothing to resume, another process drives the run, bad options.
+    """
+    if workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
+    broker_url = check_executor(executor_name, broker_url)
+    project = ProjectDir(project_dir)
+    check_run_dir(project)
+    if not os.access(project.pact, os.W_OK):
+        raise RunDirError(f"{project.pact}: not writable by this user; cannot resume here")
+    with AuditLog(project.audit_path):
+        pass  # fails at once when another pact process holds the run
+    state, _ = load_state(project)
+    settings = load_settings(project.settings_path)
+    new_agent: tuple[str, dict[str, str]] | None = None
+    sandbox = make_sandbox(sandbox_name)
+    if agent_name is None and replay_dir is None:
+        agent = build_agent(state.agent or "replay", dict(state.agent_options), sandbox=sandbox)
+        name = state.agent or "replay"
+    else:
+        name = agent_name or state.agent or "replay"
+        agent, options = make_agent(name, replay_dir=replay_dir, settings=settings, sandbox=sandbox)
+        new_agent = (name, options)
+    require_keys(settings, name, executor_name)
+    if sandbox_name == "local":
+        check_environment(settings)
+    cache_warnings: list[str] = []
+    cache = embedded_cache(settings.cache, name, executor_name, cache_warnings)
+    for warning in cache_warnings:
+        log.warning(warning)
+    problems = state_json_problems(project_dir=project_dir)
+    interrupted = state.status is RunStatus.ACTIVE
+    basis = state.model_copy(update={"status": RunStatus.PAUSED}) if interrupted else state
+    try:
+        strategy = compute_resume_strategy(basis, project, from_phase=from_phase, redo=redo)
+    except ValueError as exc:
+        raise InputError(f"{project_dir}: cannot resume: {exc}") from exc
+    if interrupted:
+        basis.pause_reason = "interrupted: the previous pact process stopped before the run ended"
+    execute_resume(
+        basis,
+        strategy,
+        inconsistencies=problems,
+        original_status="interrupted" if interrupted else None,
+        agent=new_agent,
+    )
+    if executor_name == "celery" and broker_url is not None:
+        # A resume lifts a cancel: a fleet request no scheduler took before it stopped is void.
+        void_fleet_request(broker_url, state.run_id)
+    final = drive_run(
+        project=project,
+        settings=settings,
+        agent=agent,
+        sandbox=sandbox,
+        workers=workers,
+        listener=listener,
+        executor_name=executor_name,
+        broker_url=broker_url,
+        stop=stop,
+        cache=cache,
+    )
+    return final, problems
