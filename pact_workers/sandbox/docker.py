@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from pact_workers.errors import EnvironmentSpecError, SandboxError
+from pact_workers.errors import SandboxError
 from pact_workers.models.environment import EnvironmentSpec
 from pact_workers.sandbox.archives import (
     WORKSPACE,
@@ -68,6 +68,7 @@ from pact_workers.sandbox.images import (
     docker_errors,
     ensure_image,
 )
+from pact_workers.sandbox.toolcheck import checked_python, tool_check_command
 
 __all__ = [
     "LABEL",
@@ -253,12 +254,8 @@ class DockerSandbox:
         return python, env
 
     def _check_tools(self, tag: str, path: str, spec: EnvironmentSpec) -> str:
-        script = (
-            'p=$(command -v "$1") && echo "python=$p" || echo "nopython"; shift; '
-            'for t in "$@"; do command -v "$t" >/dev/null 2>&1 || echo "missing=$t"; done'
-        )
         request = SandboxRequest(
-            command=["/bin/sh", "-c", script, "sh", spec.python_path, *spec.required_tools],
+            command=tool_check_command(spec),
             timeout_s=CHECK_TIMEOUT_S,
             max_memory_mb=CHECK_MEMORY_MB,
             max_pids=32,
@@ -269,22 +266,7 @@ class DockerSandbox:
                 f"checking the environment in image {tag} failed (exit {outcome.exit_code}): "
                 f"{outcome.stderr_tail.decode('utf-8', 'replace')[-500:]}"
             )
-        lines = outcome.stdout_tail.decode("utf-8", "replace").split()
-        python = next((line[7:] for line in lines if line.startswith("python=")), None)
-        if python is None:
-            raise EnvironmentSpecError(
-                f"python interpreter {spec.python_path!r} not found in sandbox image {tag} "
-                f"(PATH {path}); set environment.python_path in pact.yaml to an absolute "
-                "path in the image, or add its directory to environment.extra_path_dirs"
-            )
-        missing = [line[8:] for line in lines if line.startswith("missing=")]
-        if missing:
-            raise EnvironmentSpecError(
-                f"required tools not found in sandbox image {tag} (PATH {path}): "
-                f"{', '.join(missing)}; install them in the image (sandbox_images/python/"
-                "Dockerfile) or add their directory to environment.extra_path_dirs in pact.yaml"
-            )
-        return python
+        return checked_python(outcome.stdout_tail.decode("utf-8", "replace"), tag, path, spec)
 
     # -- running -----------------------------------------------------------------------
 
