@@ -83,6 +83,27 @@ class ArtifactStore:
             self.blobs.put_blob(data)
         return self.blobs.put_blob(doc)
 
+    def put_manifest(self, manifest: Mapping[str, str]) -> str:
+        """A bundle made of blobs already in the store (path -> digest), stored by
+        writing its manifest alone: its name is the one :meth:`put_bundle` gives the
+        same files, without reading or hashing them again. A blob store with a tier
+        that may have lost blobs (the fleet's Redis, restarted) is given them again.
+
+        Raises:
+            ArtifactError: a path that is not a safe relative path, or a blob that is
+                not in the store.
+        """
+        checked = {safe_relpath(path): digest for path, digest in manifest.items()}
+        digests = list(dict.fromkeys(checked.values()))
+        refresh = getattr(self.blobs, "refresh_blobs", None)
+        if refresh is not None:
+            refresh(digests)
+        else:
+            missing = [d for d in digests if not self.blobs.has_blob(d)]
+            if missing:
+                raise ArtifactError(f"artifact {missing[0]} is not in the store")
+        return self.blobs.put_blob(manifest_bytes(checked))
+
     def sync(self) -> None:
         """Make deferred writes durable, where the blob store defers them."""
         sync = getattr(self.blobs, "sync", None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from pact_workers.artifacts import ArtifactStore, Bundle
-from pact_workers.errors import VerificationError
+from pact_workers.errors import ArtifactError, VerificationError
 from pact_workers.models.testing import ContractTestSuite
 from pact_workers.models.work import Phase
 from scheduler.interview.recorded import INTERVIEW_INPUT
@@ -84,7 +84,7 @@ def build_inputs(
     inputs["dep_contracts"] = _contracts(state, store, list(dict.fromkeys(related)))
     if phase is Phase.TEST:
         return inputs, verify
-    deps_src = _merged_sources(state, store, component_id)
+    deps_src = closure_sources(state, store, component_id)
     inputs["deps_src"] = deps_src
     cases = _test_cases(state, store, component_id)
     if cases is not None:
@@ -104,28 +104,44 @@ def _output(state: RunState, component_id: str, phase: Phase) -> str:
 
 
 def _contracts(state: RunState, store: ArtifactStore, components: list[str]) -> str:
-    bundle: Bundle = {}
+    # Bundles are assembled from manifests (path -> blob digest): the files are already
+    # in the store, so nothing is read, hashed or written again but the new manifest.
+    manifest: dict[str, str] = {}
     for cid in components:
         item = state.item(cid, Phase.CONTRACT)
         if item.output is not None:
-            bundle[f"{cid}/interface.json"] = store.get_bundle(item.output)["interface.json"]
-    return store.put_bundle(bundle)
+            manifest[f"{cid}/interface.json"] = _file(store, item.output, "interface.json")
+    return store.put_manifest(manifest)
 
 
-def _merged_sources(state: RunState, store: ArtifactStore, component_id: str) -> str:
-    merged: Bundle = {}
+def _file(store: ArtifactStore, bundle: str, path: str) -> str:
+    digest = store.get_manifest(bundle).get(path)
+    if digest is None:
+        raise ArtifactError(f"bundle {bundle}: has no {path}")
+    return digest
+
+
+def closure_sources(state: RunState, store: ArtifactStore, component_id: str) -> str:
+    """The bundle of every implementation ``component_id`` imports (``deps_src``): the
+    verified outputs of its implementation closure, merged.
+
+    Raises:
+        VerificationError: two components provide the same path with different files.
+    """
+    merged: dict[str, str] = {}
     owner: dict[str, str] = {}
+    assert state.tree is not None
     for cid in implementation_closure(state, component_id):
-        files = store.get_bundle(_output(state, cid, final_phase(state.tree, cid)))  # type: ignore[arg-type]
-        for path, data in files.items():
-            if path in merged and merged[path] != data:
+        files = store.get_manifest(_output(state, cid, final_phase(state.tree, cid)))
+        for path, digest in files.items():
+            if path in merged and merged[path] != digest:
                 raise VerificationError(
                     f"component {component_id!r}: {path} is provided by both "
                     f"{owner[path]!r} and {cid!r}"
                 )
-            merged[path] = data
+            merged[path] = digest
             owner[path] = cid
-    return store.put_bundle(merged)
+    return store.put_manifest(merged)
 
 
 def _test_cases(state: RunState, store: ArtifactStore, component_id: str) -> str | None:

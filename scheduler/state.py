@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from pact_workers.models.testing import TestResults
 from pact_workers.models.tree import DecompositionTree
 from pact_workers.models.work import (
+    NO_USAGE,
     ErrorClass,
     FailureNote,
     ItemStatus,
@@ -21,7 +22,7 @@ from pact_workers.models.work import (
 from scheduler.events import (
     CachedResult,
 )
-from scheduler.gates.item import ItemGates
+from scheduler.gates.item import NO_GATES, ItemGates
 from scheduler.interview.answers import AuditedAnswer
 from scheduler.regression.events import RegressionChecked
 from scheduler.state_index import StateIndex
@@ -74,14 +75,14 @@ class ItemState(BaseModel):
     wild_count: int = 0
     suspension: SuspensionKind | None = None
     suspension_reason: str = ""
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = NO_USAGE
     #: How long the successful attempt took (what the scheduler's priorities learn from).
     duration_s: float = 0.0
     #: Provenance of the accepted attempt: the model that answered, the worker slot,
     #: what that attempt alone cost, and when it was accepted (``.meta.json`` sidecars).
     model: str = ""
     worker: str = ""
-    accepted_usage: Usage = Field(default_factory=Usage)
+    accepted_usage: Usage = NO_USAGE
     accepted_at: str = ""
     promoted: bool = False
     #: The action key of the current attempt (empty: the run does not use the cache).
@@ -92,15 +93,17 @@ class ItemState(BaseModel):
     #: accepted; the cache is not asked again for this item in this run).
     cache: Literal["", "hit", "dropped"] = ""
     #: What the hit saved: what producing the result cost in the run that recorded it.
-    saved: Usage = Field(default_factory=Usage)
+    saved: Usage = NO_USAGE
     #: ``seq`` of the last event that changed this item, and of its last failure.
     updated_seq: int = 0
     failed_seq: int = 0
     #: Digest of the implementation closure (``deps_src``) the current attempt is
     #: verified against: a promotion checks it is still current (``scheduler.regression``).
     verify_closure: str = ""
-    #: The item's variety score, teachback and human review (``scheduler.gates``).
-    gates: ItemGates = Field(default_factory=ItemGates)
+    #: The item's variety score, teachback and human review (``scheduler.gates``):
+    #: the shared, frozen :data:`~scheduler.gates.item.NO_GATES` until a gate acts on
+    #: the item (the fold then gives it its own, :func:`~scheduler.gates.item.open_gates`).
+    gates: ItemGates = NO_GATES
 
 
 class ContractValidation(BaseModel):

@@ -47,6 +47,12 @@ class TieredBlobStore:
         self.local.put_blob(data)
         return data
 
+    def refresh_blobs(self, digests: list[str]) -> None:
+        """Put blobs the scheduler holds into Redis again, in one round trip (workers
+        read them there, and Redis may have restarted without them since)."""
+        if digests:
+            self.put_blobs(self.get_blobs(digests))
+
     def has_blob(self, digest: str) -> bool:
         return self.local.has_blob(digest) or self.remote.has_blob(digest)
 

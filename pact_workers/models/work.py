@@ -124,6 +124,12 @@ class Usage(BaseModel):
         )
 
 
+#: Nothing spent. Usage is frozen (and so hashable), so a field defaulting to this
+#: shares the one instance instead of building a model per default: a run's state
+#: holds three usages per work item, most of them nothing.
+NO_USAGE = Usage()
+
+
 class FailureNote(BaseModel):
     """What a failed attempt tells the next one: failing tests' names and messages, and
     the digest of the files it wrote (so that the next prompt can say what it changed)."""

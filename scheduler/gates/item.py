@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from scheduler.gates.dimensions import GateRecord
 from scheduler.gates.events import AuditRequested, ReviewRequested, Stage
@@ -22,6 +22,10 @@ GateState = Literal[
     "approved",
     "rejected",
 ]
+
+
+class HasGates(Protocol):
+    gates: ItemGates
 
 
 class ItemGates(BaseModel):
@@ -50,3 +54,26 @@ class ItemGates(BaseModel):
     review: ReviewRequested | None = None
     decided_by: str = ""
     note: str = ""
+
+
+class _Untouched(ItemGates):
+    """The gates of an item no gate has acted on: frozen, so that one instance can be
+    shared by every such item (a run of 10,000 components holds 30,000 items and most
+    never meet a gate), and hashable by identity, so that a field defaulting to it
+    shares it rather than copying it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    __hash__ = object.__hash__
+
+
+#: The default of ``ItemState.gates``: read it freely, never write to it (it is frozen).
+NO_GATES: ItemGates = _Untouched()
+
+
+def open_gates(item: HasGates) -> ItemGates:
+    """``item``'s own gates, to change: the shared :data:`NO_GATES` is replaced by a
+    fresh record first (every writer of an item's gates goes through here)."""
+    if type(item.gates) is not ItemGates:
+        item.gates = ItemGates()
+    return item.gates

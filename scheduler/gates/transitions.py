@@ -21,6 +21,7 @@ from scheduler.gates.events import (
     TeachbackReviewed,
     TeachbackSubmitted,
 )
+from scheduler.gates.item import NO_GATES, open_gates
 
 if TYPE_CHECKING:
     from scheduler.gates.dimensions import GateRecord
@@ -51,25 +52,30 @@ def gate_dispatched(item: ItemState, gate: GateRecord | None, stage: Stage) -> N
     # The reasons stay in the log's event: the state (and state.json) keeps the numbers,
     # and only for the items whose work call is gated (the event keeps every record).
     kept = gate is not None and item.phase in (Phase.IMPLEMENT, Phase.INTEGRATE)
-    item.gates.record = _interned(gate) if gate is not None and kept else None
-    item.gates.stage = stage
+    record = _interned(gate) if gate is not None and kept else None
+    if record is None and stage == "work" and item.gates is NO_GATES:
+        return  # nothing to record: the item keeps the shared empty gates
+    gates = open_gates(item)
+    gates.record = record
+    gates.stage = stage
     if stage == "teachback":
-        item.gates.state = "teachback_pending"
-        item.gates.teachback_approved = False
-    elif item.gates.state in {"under_review", "correcting", "teachback_pending"}:
-        item.gates.state = "active"
+        gates.state = "teachback_pending"
+        gates.teachback_approved = False
+    elif gates.state in {"under_review", "correcting", "teachback_pending"}:
+        gates.state = "active"
 
 
 def _would_have_blocked(state: RunState, e: GateWouldHaveBlocked) -> None:
-    state.item(e.component_id, e.phase).gates.would_have_blocked = True
+    open_gates(state.item(e.component_id, e.phase)).would_have_blocked = True
 
 
 def _submitted(state: RunState, e: TeachbackSubmitted) -> None:
     from scheduler.fold import _spend
 
     item = state.item(e.component_id, e.phase)
-    item.gates.state = "under_review"
-    item.gates.teachback_output = e.output
+    gates = open_gates(item)
+    gates.state = "under_review"
+    gates.teachback_output = e.output
     _spend(state, item, e.phase, e.usage)
 
 
@@ -77,7 +83,7 @@ def _reviewed(state: RunState, e: TeachbackReviewed) -> None:
     from scheduler.fold import _set_retry, _set_status, _spend
 
     item = state.item(e.component_id, e.phase)
-    gates = item.gates
+    gates = open_gates(item)
     _spend(state, item, e.phase, e.usage)
     gates.audit_teachback = e.approved and e.audit_next
     if gates.audit_teachback:
@@ -109,8 +115,9 @@ def _review_requested(state: RunState, e: ReviewRequested) -> None:
     item = state.item(e.component_id, e.phase)
     _set_status(state, item, ItemStatus.AWAITING_REVIEW)
     state.index.finished_attempts[e.phase] += 1
-    item.gates.review = e
-    item.gates.state = "awaiting_review"
+    gates = open_gates(item)
+    gates.review = e
+    gates.state = "awaiting_review"
     item.test_results = e.test_results
     item.last_error = ""
     _spend(state, item, e.phase, e.usage)
@@ -120,7 +127,7 @@ def _review_decided(state: RunState, e: ReviewDecided) -> None:
     from scheduler.fold import _set_retry, _set_status
 
     item = state.item(e.component_id, e.phase)
-    gates = item.gates
+    gates = open_gates(item)
     held = gates.review
     gates.decided_by, gates.note = e.by, e.note
     gates.review = None
@@ -158,8 +165,9 @@ def _audit_requested(state: RunState, e: AuditRequested) -> None:
     _set_status(state, item, ItemStatus.PENDING)
     _set_retry(state, item, None)
     state.index.finished_attempts[e.phase] += 1
-    item.gates.audit = e
-    item.gates.state = "audit_pending"
+    gates = open_gates(item)
+    gates.audit = e
+    gates.state = "audit_pending"
     _spend(state, item, e.phase, e.usage)
 
 
@@ -167,9 +175,10 @@ def _audit_reviewed(state: RunState, e: AuditReviewed) -> None:
     from scheduler.fold import _spend
 
     item = state.item(e.component_id, e.phase)
-    item.gates.audit = None
-    item.gates.state = "audited"
-    item.gates.audit_findings = list(e.findings)
+    gates = open_gates(item)
+    gates.audit = None
+    gates.state = "audited"
+    gates.audit_findings = list(e.findings)
     _spend(state, item, e.phase, e.usage)
     # The item's success or failure follows at once, from the same attempt.
 

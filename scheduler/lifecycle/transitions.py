@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pact_workers.models.work import ItemStatus
+from scheduler.gates.item import open_gates
 from scheduler.lifecycle.events import ItemProgress, RunCancelled
 
 if TYPE_CHECKING:
@@ -24,8 +25,9 @@ def run_cancelled(state: RunState, e: RunCancelled) -> None:
         item = state.item(cid, phase)
         if item.status is ItemStatus.AWAITING_REVIEW:
             # The held attempt is dropped: a resume gives the item a new one.
-            item.gates.review = None
-            item.gates.state = ""
+            gates = open_gates(item)
+            gates.review = None
+            gates.state = ""
         _set_status(state, item, ItemStatus.CANCELLED)
         _set_retry(state, item, None)
         item.suspension = None

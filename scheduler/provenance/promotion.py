@@ -146,16 +146,34 @@ def _verified_baseline(
     )
 
 
+#: ``.gitignore`` files this process found (or made) listing the sidecars, by path
+#: and what ``stat`` says of them: a run promotes thousands of items and need not read
+#: the file for each, yet one removed or edited since is read again.
+_IGNORED: set[tuple[Path, int, int, int]] = set()
+
+
 def ensure_gitignore(project: ProjectDir) -> None:
     """Write ``.pact/.gitignore`` listing the sidecars, unless it already does."""
     path = project.pact / ".gitignore"
+    if _seen(path) in _IGNORED:
+        return
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         text = ""
     except (OSError, UnicodeDecodeError):
         return  # someone else's file: leave it alone
-    if "*.meta.json" in text.splitlines():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text + ("" if not text or text.endswith("\n") else "\n") + GITIGNORE)
+    if "*.meta.json" not in text.splitlines():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + ("" if not text or text.endswith("\n") else "\n") + GITIGNORE)
+    if len(_IGNORED) >= 1024:
+        _IGNORED.clear()
+    _IGNORED.add(_seen(path))
+
+
+def _seen(path: Path) -> tuple[Path, int, int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (path, -1, -1, -1)
+    return (path, st.st_ino, st.st_mtime_ns, st.st_size)

@@ -34,7 +34,7 @@ from pact_workers.runner import TESTS_FAILED
 from pact_workers.sandbox.base import Sandbox
 from pact_workers.sandbox.local import LocalSandbox
 from pact_workers.verify import run_contract_tests
-from scheduler.inputs import build_inputs, implementation_closure
+from scheduler.inputs import closure_sources, implementation_closure
 from scheduler.project import ProjectDir
 from scheduler.regression.baseline import detect_baseline_abuse
 from scheduler.regression.compare import Finding
@@ -78,21 +78,19 @@ def check_promotion(
     if result.phase not in _CHECKED or result.output is None or state.tree is None:
         return None
     cid, phase = result.component_id, result.phase
-    candidate = store.get_bundle(result.output)
     events: list[RegressionChecked] = []
     sandbox = sandbox or LocalSandbox()
     base = {"component_id": cid, "phase": phase, "attempt": result.attempt}
     verified_against = state.item(cid, phase).verify_closure
     if verified_against:
-        _, verify_inputs = build_inputs(state, store, cid, phase)
-        current = verify_inputs.get("deps_src", "")
+        current = closure_sources(state, store, cid)
         if current and current != verified_against:
             again = _run(
                 sandbox,
                 store,
-                own=candidate,
+                own=store.get_bundle(result.output),
                 deps=store.get_bundle(current),
-                tests=store.get_bundle(verify_inputs["tests"]),
+                tests=store.get_bundle(state.item(cid, Phase.TEST).output or ""),
                 environment=environment,
                 timeout_s=timeout_s,
             )
@@ -113,6 +111,7 @@ def check_promotion(
     dependents = dependents_of(state, cid, users)
     if not dependents:
         return PromotionCheck(events) if events else None
+    candidate = store.get_bundle(result.output)
     intent = _intent(state, store, cid, phase, candidate)
     verdicts: dict[str, PatchVerdict] = {}
     for dependent in dependents:
