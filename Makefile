@@ -5,6 +5,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Processes make test runs the suite on (pytest-xdist); 0 runs it in this one.
+TEST_WORKERS ?= 2
 
 .PHONY: demo test services lint typecheck clean bench
 
@@ -21,7 +23,7 @@ services:
 	./scripts/ensure-services
 
 test: $(BIN)/pact services lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 lint: $(BIN)/pact
 	$(BIN)/ruff check pact_workers scheduler tests bench

@@ -63,3 +63,26 @@ def replay_copy(example: Path, tmp_path: Path) -> Path:
     dest = tmp_path / "replay"
     shutil.copytree(example / "replay", dest)
     return dest
+
+
+#: The xdist group of every test that starts Docker sandboxes or counts them: those
+#: tests assert that no sandbox container is left, which another test's running
+#: sandboxes would break, so under ``pytest -n`` they run one after another.
+DOCKER_GROUP = pytest.mark.xdist_group("docker")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``): the tests of a module that has
+    module-scoped fixtures share one worker, which sets those fixtures up once.
+
+    Tests already in a group keep it; any other test goes to whichever worker is free.
+    """
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        if any(defs[-1].scope == "module" for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

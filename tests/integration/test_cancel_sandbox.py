@@ -19,10 +19,11 @@ from pact_workers.sandbox.base import SandboxRequest
 from pact_workers.sandbox.cancel import SandboxCancelled, cancellable
 from pact_workers.sandbox.containers import LABEL_RUN
 from pact_workers.sandbox.docker import DockerSandbox
+from tests.conftest import DOCKER_GROUP
 from tests.integration.test_fleet_faults import redis_client
 from tests.integration.test_sandbox_contract import DOCKER_ENV, docker_sandbox
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, DOCKER_GROUP]
 
 #: A short lease: renewed (and the current attempt asked) every LEASE_TTL_S / 3.
 LEASE_TTL_S = 1.5

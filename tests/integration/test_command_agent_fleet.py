@@ -27,9 +27,12 @@ from scheduler.rebuild import rebuild_state
 from scheduler.state import RunStatus
 from tests.agents import fake_agent_argv, stage_agent_files
 from tests.agents.fake_coding_agent import EVIDENCE_PREFIX, PROBE_TEST
+from tests.conftest import DOCKER_GROUP
 from tests.integration.fleet import Fleet
 from tests.integration.test_docker_runs import ALL_ROLES, sandboxes_left
 from tests.integration.test_sandbox_contract import docker_sandbox
+
+pytestmark = DOCKER_GROUP
 
 #: The AgentConfig field that names the directory copied into every agent workspace.
 FILES_FIELD = "files_dir"

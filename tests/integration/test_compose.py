@@ -34,9 +34,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, require_service
+from tests.conftest import DOCKER_GROUP, REPO, require_service
 
-pytestmark = [pytest.mark.slow, pytest.mark.docker]
+pytestmark = [pytest.mark.slow, pytest.mark.docker, DOCKER_GROUP]
 
 FLEET_IMAGE = "pact-fleet:latest"
 BUILD_IMAGE = REPO / "deploy" / "build-image.sh"

@@ -11,8 +11,11 @@ import pytest
 from pact_workers.probes import importable_from_probe, probe_contract_imports, probe_imports
 from pact_workers.sandbox import LocalSandbox
 from pact_workers.sandbox.docker import DockerSandbox
+from tests.conftest import DOCKER_GROUP
 from tests.contracts import contract
 from tests.integration.test_sandbox_contract import DOCKER_ENV, LOCAL_ENV, docker_sandbox
+
+pytestmark = DOCKER_GROUP
 
 #: Installed beside pact-fleet, absent from the sandbox image (python3 and pytest only).
 ONLY_HERE = "typer"

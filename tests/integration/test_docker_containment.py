@@ -20,9 +20,10 @@ from pact_workers.errors import ArtifactError
 from pact_workers.sandbox import SandboxRequest, SandboxResult
 from pact_workers.sandbox.docker import LABEL, LABEL_VALUE, DockerSandbox
 from pact_workers.verify import run_contract_tests
+from tests.conftest import DOCKER_GROUP
 from tests.integration.test_sandbox_contract import DOCKER_ENV, docker_leftovers, docker_sandbox
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, DOCKER_GROUP]
 
 
 @pytest.fixture(scope="module")

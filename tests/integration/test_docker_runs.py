@@ -15,8 +15,11 @@ from scheduler.project import ProjectDir
 from scheduler.rebuild import rebuild_state
 from scheduler.state import RunStatus
 from tests.acceptance.test_crash import check_applied_once
+from tests.conftest import DOCKER_GROUP
 from tests.integration.fleet import Fleet, pact_argv
 from tests.integration.test_sandbox_contract import docker_sandbox
+
+pytestmark = DOCKER_GROUP
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 
 from pact_workers.sandbox.docker import LABEL, LABEL_VALUE, DockerSandbox
+from tests.conftest import DOCKER_GROUP
 from tests.integration.fleet import pact_argv
 from tests.integration.test_sandbox_contract import docker_sandbox
 from tests.pactlayout import FAILING, FAILING_COUNTS, pact_project_from_example
+
+pytestmark = DOCKER_GROUP
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,9 @@ from pact_workers.sandbox.docker import (
 )
 from pact_workers.sandbox.images import DEFAULT_BASE, default_base_image
 from pact_workers.verify import run_contract_tests
-from tests.conftest import REPO, require_service
+from tests.conftest import DOCKER_GROUP, REPO, require_service
+
+pytestmark = DOCKER_GROUP
 
 #: The environment inside the sandbox image: its own python3, with pytest.
 DOCKER_ENV = EnvironmentSpec(python_path="python3", required_tools=["pytest"])
