@@ -165,8 +165,11 @@ class DirectoryBlobStore:
 
     Digests known to be on disk are remembered, so that storing the same bytes
     again costs no system call (a run stores the same specs and contracts for many
-    dispatches).
+    dispatches); at most :attr:`KNOWN` of them, forgotten all at once beyond that (a
+    run of 10,000 components writes hundreds of thousands of blobs).
     """
+
+    KNOWN = 1 << 16
 
     def __init__(self, root: Path, *, deferred: bool = False) -> None:
         self.root = Path(root)
@@ -189,10 +192,15 @@ class DirectoryBlobStore:
             return digest
         path = self._path(digest)
         if not os.path.exists(path):
-            atomic_write(Path(path), data, fsync=not self.deferred)
+            atomic_write(path, data, fsync=not self.deferred)
             self._unsynced = self._unsynced or self.deferred
-        self._known.add(digest)
+        self._remember(digest)
         return digest
+
+    def _remember(self, digest: str) -> None:
+        if len(self._known) >= self.KNOWN:
+            self._known.clear()
+        self._known.add(digest)
 
     def sync(self) -> None:
         """Make every blob written so far durable (one file-system sync)."""
@@ -209,7 +217,7 @@ class DirectoryBlobStore:
             raise ArtifactError(f"artifact {digest} is not in the store") from None
         if digest_bytes(data) != digest:
             raise ArtifactError(f"artifact {digest} is corrupt on disk ({path})")
-        self._known.add(digest)
+        self._remember(digest)
         return data
 
     def has_blob(self, digest: str) -> bool:

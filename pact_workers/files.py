@@ -6,22 +6,26 @@ import contextlib
 import ctypes
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
-def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
+def atomic_write(path: Path | str, data: bytes | Sequence[bytes], *, fsync: bool = True) -> None:
     """Write ``data`` to ``path`` via a temporary file in the same directory, fsync, rename.
 
     ``fsync=False`` leaves durability to a later :func:`sync_filesystem` (or fsync) of
     the caller's: the file is still whole or absent, but may not survive a power loss
-    until then. The temporary file is ``.<name>.<pid>.<n>`` (owner-only, as
-    ``mkstemp`` makes it); missing parent directories are made.
+    until then. ``data`` may come in pieces, written one after the other. The
+    temporary file is ``.<name>.<pid>.<n>`` (owner-only, as ``mkstemp`` makes it);
+    missing parent directories are made.
     """
     fd, tmp = _create_temporary(path)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if isinstance(data, bytes):
+                fh.write(data)
+            else:
+                fh.writelines(data)
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())
@@ -37,12 +41,12 @@ _serial = itertools.count()
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
-def _create_temporary(path: Path) -> tuple[int, str]:
+def _create_temporary(path: Path | str) -> tuple[int, str]:
     """A new, empty file beside ``path``: (descriptor, name). Cheaper than ``mkstemp``
     (no random name, no directory made unless one is missing)."""
-    parent = os.fspath(path.parent)
+    parent, name = os.path.split(os.fspath(path))
     for _ in range(100):
-        tmp = os.path.join(parent, f".{path.name}.{os.getpid()}.{next(_serial)}")
+        tmp = os.path.join(parent, f".{name}.{os.getpid()}.{next(_serial)}")
         try:
             return os.open(tmp, _NEW_FILE, 0o600), tmp
         except FileNotFoundError:

@@ -47,6 +47,8 @@ class ProjectDir:
         self.artifacts_dir = self.pact / "artifacts"
         self.contracts_dir = self.pact / "contracts"
         self.implementations_dir = self.pact / "implementations"
+        self._contracts = str(self.contracts_dir)
+        self._implementations = str(self.implementations_dir)
 
     def has_run(self) -> bool:
         return self.audit_path.exists()
@@ -76,11 +78,16 @@ class ProjectDir:
             raise RunDirError(f"{self.state_path}: missing; run `pact rebuild`") from None
 
     def destination(self, component_id: str, phase: Phase) -> Path:
+        """Where a work item's verified files are promoted."""
+        return Path(self.destination_str(component_id, phase))
+
+    def destination_str(self, component_id: str, phase: Phase) -> str:
+        """:meth:`destination` as a plain string (for loops over every item of a run)."""
         if phase is Phase.CONTRACT:
-            return self.contracts_dir / component_id
+            return os.path.join(self._contracts, component_id)
         if phase is Phase.TEST:
-            return self.contracts_dir / component_id / "tests"
-        return self.implementations_dir / component_id / "src"
+            return os.path.join(self._contracts, component_id, "tests")
+        return os.path.join(self._implementations, component_id, "src")
 
     def files_missing(
         self, component_id: str, phase: Phase, output: str | None, store: ArtifactStore

@@ -140,7 +140,7 @@ def disk_inconsistencies(
         else:
             manifest = dict.fromkeys(item.files, "")
         # Plain strings, not Path objects: this runs for every file of every run.
-        dest = str(project.destination(item.component_id, item.phase))
+        dest = project.destination_str(item.component_id, item.phase)
         for rel, digest in manifest.items():
             name = "interface.json" if item.phase is Phase.CONTRACT else rel.split("/", 1)[1]
             path = os.path.join(dest, name)

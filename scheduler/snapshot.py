@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
+from pact_workers.gcpause import collector_paused
 from scheduler.audit import line_before, read_events
 from scheduler.fold import fold
 from scheduler.lifecycle.damaged import fold_damaged
@@ -62,17 +63,19 @@ def log_mark(log: Path, offset: int | None = None) -> tuple[int, str]:
     return offset, hashlib.sha256(line_before(log, offset)).hexdigest()
 
 
-def snapshot_bytes(state: RunState, log: Path, offset: int | None = None) -> bytes:
+def snapshot_bytes(state: RunState, log: Path, offset: int | None = None) -> list[bytes]:
     """state.json's content for ``state``, marked as covering ``log`` up to ``offset``
-    (default: as it is now). A writer that knows how much of the log it wrote says so:
-    lines another process appended since are then not claimed."""
+    (default: as it is now), in pieces to be written one after the other (the state of
+    a large run is tens of megabytes: it is serialised once, never copied). A writer
+    that knows how much of the log it wrote says so: lines another process appended
+    since are then not claimed."""
     offset, digest = log_mark(log, offset)
-    body = state.model_dump_json(exclude_defaults=True).encode()
+    body = RunState.__pydantic_serializer__.to_json(state, exclude_defaults=True)
     header = (
         f'{{"log_offset":{offset},"log_tail_digest":"{digest}",'
         f'"state_digest":"{hashlib.sha256(body).hexdigest()}","state":'
     ).encode()
-    return header + body + b"}\n"
+    return [header, body, b"}\n"]
 
 
 def parse_state_json(raw: bytes) -> Snapshot:
@@ -92,11 +95,13 @@ def parse_state_json(raw: bytes) -> Snapshot:
         return Snapshot(state=RunState.model_validate(doc))
     body = raw[header.end() :].rstrip()
     body = body[:-1] if body.endswith(b"}") else body
+    with collector_paused():
+        state = RunState.model_validate_json(body)
     return Snapshot(
         log_offset=int(header.group(1)),
         log_tail_digest=header.group(2).decode(),
         intact=hashlib.sha256(body).hexdigest() == header.group(3).decode(),
-        state=RunState.model_validate_json(body),
+        state=state,
     )
 
 

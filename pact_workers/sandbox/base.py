@@ -78,6 +78,8 @@ def safe_relpath(path: str) -> str:
     """
     if not path or "\x00" in path or "\\" in path:
         raise ArtifactError(f"artifact path {path!r}: empty or contains NUL or backslash")
+    if all(part and part != "." and part != ".." for part in path.split("/")):
+        return path  # already normal (the common case: paths the store wrote itself)
     pure = PurePosixPath(path)
     if pure.is_absolute():
         raise ArtifactError(f"artifact path {path!r}: absolute paths are not allowed")

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from pact_workers.agents.factory import AGENTS
+from pact_workers.gcpause import collector_paused
 from scheduler import commands
 from scheduler.audit import is_driven
 from scheduler.cli.app import (
@@ -155,6 +156,14 @@ def status(
     as_json: JsonOption = False,
 ) -> None:
     """Show a run's state, rebuilt from its audit log."""
+    # A one-shot reader of a possibly large state: the collector would only traverse
+    # what is being built (see pact_workers.gcpause).
+    with collector_paused():
+        _show_status(project, as_json=as_json)
+    raise typer.Exit(EXIT_OK)
+
+
+def _show_status(project: Path, *, as_json: bool) -> None:
     with user_errors():
         state, warnings, problems = commands.status_report(project_dir=project)
     driven = is_driven(ProjectDir(project).audit_path)
@@ -171,7 +180,6 @@ def status(
         print_summary(state, project, driven=driven)
         print_details(state, project, problems)
         print_provenance(provenance)
-    raise typer.Exit(EXIT_OK)
 
 
 @app.command()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, field_validator
 
 from scheduler.gates.dimensions import GateRecord
 from scheduler.gates.events import AuditRequested, ReviewRequested, Stage
@@ -22,6 +22,28 @@ GateState = Literal[
     "approved",
     "rejected",
 ]
+
+
+#: The state's gate records, one object per distinct value: a record is a frozen value
+#: made of a few small numbers, so a run of any size holds a few hundred of them, not
+#: one per item. Keyed by their JSON (``_RECORDS``) and by the repr of the document
+#: they were read from (``_READ``); both bounded, as overrides and modes vary per run.
+_RECORDS: dict[str, GateRecord] = {}
+_READ: dict[str, GateRecord | None] = {}
+_BOUND = 4096
+
+
+def interned(gate: GateRecord) -> GateRecord:
+    """The one shared record equal to ``gate`` without its reasons (the state keeps the
+    numbers; the reasons stay in the log's ``item_dispatched`` event)."""
+    stripped = gate.model_copy(update={"reasons": {}}) if gate.reasons else gate
+    key = stripped.model_dump_json()
+    known = _RECORDS.get(key)
+    if known is None:
+        if len(_RECORDS) >= _BOUND:
+            _RECORDS.clear()
+        known = _RECORDS[key] = stripped
+    return known
 
 
 class HasGates(Protocol):
@@ -54,6 +76,23 @@ class ItemGates(BaseModel):
     review: ReviewRequested | None = None
     decided_by: str = ""
     note: str = ""
+
+    @field_validator("record", mode="wrap")
+    @classmethod
+    def _shared_record(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """Records read back (state.json) are interned as the fold interns them."""
+        if not isinstance(value, dict):
+            return handler(value)
+        key = repr(value)
+        known = _READ.get(key)
+        if known is None:
+            known = handler(value)
+            if known is not None:
+                known = interned(known)
+            if len(_READ) >= _BOUND:
+                _READ.clear()
+            _READ[key] = known
+        return known
 
 
 class _Untouched(ItemGates):

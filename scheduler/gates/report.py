@@ -14,17 +14,24 @@ from scheduler.state import ItemState, RunState
 def gates_report(state: RunState) -> dict[str, Any]:
     """The gates of a run, for ``pact status --json``."""
     items: dict[str, Any] = {}
+    # Records are shared values (a few hundred per run): each is shown once, reused.
+    shown: dict[int, dict[str, Any]] = {}
     for key, item in state.items.items():
         record = item.gates.record
         if record is None:
             continue
+        part = shown.get(id(record))
+        if part is None:
+            part = shown[id(record)] = {
+                "score": record.score,
+                "dimensions": record.dimensions.model_dump(),
+                "gates": record.gates.model_dump(),
+                "mode": record.mode.value,
+                "overrides": record.overrides,
+                "computed": record.computed.model_dump() if record.computed else None,
+            }
         items[key] = {
-            "score": record.score,
-            "dimensions": record.dimensions.model_dump(),
-            "gates": record.gates.model_dump(),
-            "mode": record.mode.value,
-            "overrides": record.overrides,
-            "computed": record.computed.model_dump() if record.computed else None,
+            **part,
             "state": item.gates.state,
             "teachback_rounds": item.gates.teachback_rounds,
             "would_have_blocked": item.gates.would_have_blocked,

@@ -21,7 +21,7 @@ from scheduler.gates.events import (
     TeachbackReviewed,
     TeachbackSubmitted,
 )
-from scheduler.gates.item import NO_GATES, open_gates
+from scheduler.gates.item import NO_GATES, interned, open_gates
 
 if TYPE_CHECKING:
     from scheduler.gates.dimensions import GateRecord
@@ -30,29 +30,12 @@ if TYPE_CHECKING:
 # The fold imports this module; its helpers are imported where used, to break the cycle.
 
 
-#: The state's gate records, one object per distinct value: a record is a frozen value
-#: made of a few small numbers, so a run of any size holds a few hundred of them, not
-#: one per item.
-_RECORDS: dict[str, GateRecord] = {}
-
-
-def _interned(gate: GateRecord) -> GateRecord:
-    stripped = gate.model_copy(update={"reasons": {}})
-    key = stripped.model_dump_json()
-    known = _RECORDS.get(key)
-    if known is None:
-        if len(_RECORDS) >= 4096:  # overrides and modes vary per run: stay bounded
-            _RECORDS.clear()
-        known = _RECORDS[key] = stripped
-    return known
-
-
 def gate_dispatched(item: ItemState, gate: GateRecord | None, stage: Stage) -> None:
     """An ``item_dispatched``: its gate record, and whether it asks for a teachback."""
     # The reasons stay in the log's event: the state (and state.json) keeps the numbers,
     # and only for the items whose work call is gated (the event keeps every record).
     kept = gate is not None and item.phase in (Phase.IMPLEMENT, Phase.INTEGRATE)
-    record = _interned(gate) if gate is not None and kept else None
+    record = interned(gate) if gate is not None and kept else None
     if record is None and stage == "work" and item.gates is NO_GATES:
         return  # nothing to record: the item keeps the shared empty gates
     gates = open_gates(item)
