@@ -25,6 +25,10 @@ Listener = Callable[[Event, RunState], None]
 #: A snapshot (state.json) is written after this many events or seconds, and on close.
 SNAPSHOT_EVERY_EVENTS = 2000
 SNAPSHOT_EVERY_S = 10.0
+#: ... and, timed, never more often than this many times its own writing time: a large
+#: run's snapshot takes a sizeable fraction of a second, which should stay a small
+#: share (here 1/20) of the loop's time.
+SNAPSHOT_SHARE = 20.0
 
 
 class RunJournal:
@@ -48,6 +52,7 @@ class RunJournal:
         self._effects: list[Callable[[], None]] = []
         self._snapshot_seq = 0
         self._snapshot_at = time.monotonic()
+        self._snapshot_cost_s = 0.0
 
     def open(self) -> None:
         """Take the run's lock (the caller then folds the log into :attr:`state`)."""
@@ -82,13 +87,15 @@ class RunJournal:
         # Wall-clock time, not the run's clock: a simulated run's clock leaps ahead.
         now = time.monotonic()
         due = self.state.last_seq - self._snapshot_seq >= every or (
-            every_s > 0 and now - self._snapshot_at >= every_s
+            every_s > 0
+            and now - self._snapshot_at >= max(every_s, SNAPSHOT_SHARE * self._snapshot_cost_s)
         )
         if not due or (every and self.state.last_seq == self._snapshot_seq):
             return
         self.project.write_state(self.state, log_offset=self.audit.size)
         self._snapshot_seq = self.state.last_seq
-        self._snapshot_at = now
+        self._snapshot_at = time.monotonic()
+        self._snapshot_cost_s = self._snapshot_at - now
 
     def snapshot_now_and_then(self) -> None:
         """A snapshot every :data:`SNAPSHOT_EVERY_S` seconds, or every

@@ -104,3 +104,19 @@ def test_status_counts_as_ready_what_waits_for_nothing_not_done(demo: Path) -> N
     assert items.get("done") == 1 and items.get("ready", 0) >= 1
     human = pact("status", str(project))
     assert human.returncode == 0 and "ready" in human.stdout, (done, human.stdout)
+
+
+def test_status_pauses_the_collector_only_while_it_runs(demo: Path) -> None:
+    """``pact status`` reads a large state with the cyclic collector off; a caller in
+    the same process (the MCP server, a test) gets it back on, with the same answer."""
+    import gc
+
+    from typer.testing import CliRunner
+
+    from scheduler.cli import app
+
+    assert gc.isenabled()
+    res = CliRunner().invoke(app, ["status", str(demo), "--json"])
+    assert res.exit_code == 0, res.output
+    assert gc.isenabled()
+    assert json.loads(res.stdout) == json.loads(pact("status", str(demo), "--json").stdout)

@@ -1,0 +1,194 @@
+"""What keeps a large run's state small and quick to read: shared defaults, interned
+gate records, bundles assembled from manifests, and the pieces that write and read
+state.json without waste."""
+
+from __future__ import annotations
+
+import gc
+import os
+from pathlib import Path, PurePosixPath
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore, MemoryBlobStore
+from pact_workers.errors import ArtifactError
+from pact_workers.files import atomic_write
+from pact_workers.fleet.tiered import TieredBlobStore
+from pact_workers.gcpause import collector_paused
+from pact_workers.models.work import NO_USAGE, Phase, Usage
+from pact_workers.sandbox.base import safe_relpath
+from scheduler.gates.dimensions import Dimensions, GateRecord
+from scheduler.gates.item import NO_GATES, ItemGates, open_gates
+from scheduler.gates.scorer import gates_for_score
+from scheduler.gates.transitions import gate_dispatched
+from scheduler.snapshot import parse_state_json
+from scheduler.state import ItemState, RunState, item_key
+
+
+def _record(risk: int = 3) -> GateRecord:
+    dims = Dimensions(novelty=2, scope=1, uncertainty=1, risk=risk)
+    return GateRecord(
+        dimensions=dims,
+        score=dims.score,
+        gates=gates_for_score(dims.score),
+        mode="advisory",
+        reasons={"risk": "because"},
+    )
+
+
+def test_items_share_their_empty_usages_and_untouched_gates() -> None:
+    a = ItemState(component_id="a", phase=Phase.CONTRACT)
+    b = ItemState.model_validate({"component_id": "b", "phase": "test"})
+    assert a.gates is NO_GATES and b.gates is NO_GATES
+    assert a.usage is NO_USAGE and b.accepted_usage is NO_USAGE and b.saved is NO_USAGE
+
+
+def test_the_shared_gates_cannot_be_written_and_open_gates_gives_an_item_its_own() -> None:
+    item = ItemState(component_id="a", phase=Phase.IMPLEMENT)
+    with pytest.raises(ValidationError):
+        item.gates.state = "active"
+    own = open_gates(item)
+    own.state = "active"
+    assert item.gates is own and type(own) is ItemGates
+    assert NO_GATES.state == ""
+    assert ItemState(component_id="b", phase=Phase.IMPLEMENT).gates.state == ""
+
+
+def test_a_dispatch_without_a_record_leaves_the_item_on_the_shared_gates() -> None:
+    contract = ItemState(component_id="a", phase=Phase.CONTRACT)
+    gate_dispatched(contract, _record(), "work")  # records are kept for gated phases only
+    assert contract.gates is NO_GATES
+    implement = ItemState(component_id="a", phase=Phase.IMPLEMENT)
+    gate_dispatched(implement, _record(), "work")
+    assert implement.gates is not NO_GATES
+    assert implement.gates.record is not None and implement.gates.record.reasons == {}
+
+
+def test_gate_records_read_back_from_a_snapshot_are_one_object_per_value() -> None:
+    state = RunState(run_id="r")
+    for i in range(4):
+        item = ItemState(component_id=f"c{i}", phase=Phase.IMPLEMENT)
+        gate_dispatched(item, _record(risk=3 if i < 3 else 4), "work")
+        state.items[item_key(item.component_id, item.phase)] = item
+    body = state.model_dump_json(exclude_defaults=True).encode()
+    read = parse_state_json(body).state
+    records = [read.items[f"c{i}/implement"].gates.record for i in range(4)]
+    assert records[0] is records[1] is records[2]
+    assert records[3] is not records[0] and records[3] == _record(4).model_copy(
+        update={"reasons": {}}
+    )
+    # Items without gates read back onto the shared defaults, and serialise to nothing.
+    plain = ItemState(component_id="p", phase=Phase.TEST)
+    state.items["p/test"] = plain
+    again = parse_state_json(state.model_dump_json(exclude_defaults=True).encode()).state
+    assert again.items["p/test"].gates is NO_GATES
+    assert "gates" not in plain.model_dump(exclude_defaults=True)
+
+
+def test_a_bundle_from_a_manifest_is_named_as_the_same_files_stored_whole(
+    tmp_path: Path,
+) -> None:
+    store = ArtifactStore(DirectoryBlobStore(tmp_path / "blobs"))
+    first = store.put_bundle({"src/a.py": b"a = 1\n"})
+    second = store.put_bundle({"src/b.py": b"b = 2\n", "src/c.py": b"c = 3\n"})
+    merged = {**store.get_manifest(first), **store.get_manifest(second)}
+    name = store.put_manifest(merged)
+    whole = {"src/a.py": b"a = 1\n", "src/b.py": b"b = 2\n", "src/c.py": b"c = 3\n"}
+    assert name == ArtifactStore(MemoryBlobStore()).put_bundle(whole)
+    assert store.get_bundle(name) == whole
+
+
+def test_a_manifest_naming_a_blob_the_store_lacks_is_refused(tmp_path: Path) -> None:
+    store = ArtifactStore(DirectoryBlobStore(tmp_path / "blobs"))
+    absent = "sha256:" + "0" * 64
+    with pytest.raises(ArtifactError, match="not in the store"):
+        store.put_manifest({"src/a.py": absent})
+    with pytest.raises(ArtifactError, match="'..'"):
+        store.put_manifest({"../a.py": store.blobs.put_blob(b"x")})
+
+
+def test_a_tier_that_lost_its_blobs_gets_them_again_with_a_manifest(tmp_path: Path) -> None:
+    local, remote = DirectoryBlobStore(tmp_path / "local"), MemoryBlobStore()
+    store = ArtifactStore(TieredBlobStore(local, remote))
+    part = store.put_bundle({"src/a.py": b"a = 1\n"})
+    remote._blobs.clear()  # the fleet's Redis restarted without its data
+    name = store.put_manifest(store.get_manifest(part))
+    assert ArtifactStore(remote).get_bundle(name) == {"src/a.py": b"a = 1\n"}
+
+
+def test_atomic_write_replaces_whole_files_from_pieces_and_leaves_no_temporary(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "deep" / "er" / "state.json"
+    atomic_write(target, [b"{", b'"a":1', b"}"])
+    assert target.read_bytes() == b'{"a":1}'
+    atomic_write(str(target), b"{}", fsync=False)
+    assert target.read_bytes() == b"{}"
+    assert oct(target.stat().st_mode & 0o777) == oct(0o600)
+    assert sorted(os.listdir(target.parent)) == ["state.json"]
+
+
+def test_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    target.write_bytes(b"old")
+
+    with pytest.raises(TypeError):
+        atomic_write(target, [b"new", 3])  # type: ignore[list-item]
+    assert target.read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path)) == ["f"]
+
+
+def test_blobs_known_to_the_store_are_bounded(tmp_path: Path) -> None:
+    blobs = DirectoryBlobStore(tmp_path / "blobs", deferred=True)
+    blobs.KNOWN = 8
+    for i in range(20):
+        blobs.put_blob(str(i).encode())
+    assert len(blobs._known) <= 8
+    assert all(blobs.has_blob(blobs.put_blob(str(i).encode())) for i in range(20))
+
+
+_PART = st.sampled_from(["a", "b.py", ".", "..", "", "...", ".x", "src"])
+
+
+@given(st.lists(_PART, min_size=1, max_size=5))
+def test_safe_relpath_normalises_or_refuses_as_the_path_rules_say(parts: list[str]) -> None:
+    path = "/".join(parts)
+    pure = PurePosixPath(path) if path else None
+    try:
+        got = safe_relpath(path)
+    except ArtifactError:
+        assert (
+            not path
+            or pure is None
+            or pure.is_absolute()
+            or ".." in pure.parts
+            or not [p for p in pure.parts if p != "."]
+        )
+        return
+    assert pure is not None and not pure.is_absolute() and ".." not in pure.parts
+    assert got == "/".join(p for p in pure.parts if p != ".")
+
+
+def test_the_collector_is_paused_only_inside_and_its_state_restored() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # it was off before: left off
+    finally:
+        gc.enable()
+
+
+def test_usage_sums_never_change_the_shared_nothing() -> None:
+    total = NO_USAGE + Usage(input_tokens=3, cost_usd=0.5)
+    assert total.input_tokens == 3 and Usage() == NO_USAGE
