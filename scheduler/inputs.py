@@ -13,14 +13,27 @@ import json
 from pact_workers.artifacts import ArtifactStore, Bundle
 from pact_workers.errors import ArtifactError, VerificationError
 from pact_workers.models.testing import ContractTestSuite
+from pact_workers.models.tree import DecompositionTree
 from pact_workers.models.work import Phase
 from scheduler.interview.recorded import INTERVIEW_INPUT
 from scheduler.state import RunState, final_phase
 
+#: Specs made so far, by (component, its dependencies), with the tree they were made
+#: from: a component's spec goes into each of its dispatches (three or more), and
+#: pretty-printing it is the slow part of assembling inputs. Bounded.
+_SPECS: dict[tuple[str, tuple[str, ...]], tuple[DecompositionTree, bytes]] = {}
+_SPECS_KEPT = 4096
+
 
 def component_spec(state: RunState, component_id: str) -> Bundle:
-    assert state.tree is not None
-    node = state.tree.nodes[component_id]
+    tree = state.tree
+    assert tree is not None
+    deps = state.dependencies.get(component_id, [])
+    key = (component_id, tuple(deps))
+    made = _SPECS.get(key)
+    if made is not None and made[0] is tree:
+        return {"component.json": made[1]}
+    node = tree.nodes[component_id]
     spec = {
         "component_id": node.component_id,
         "name": node.name,
@@ -29,14 +42,18 @@ def component_spec(state: RunState, component_id: str) -> Bundle:
         "children": [
             {
                 "component_id": c,
-                "name": state.tree.nodes[c].name,
-                "description": state.tree.nodes[c].description,
+                "name": tree.nodes[c].name,
+                "description": tree.nodes[c].description,
             }
             for c in node.children
         ],
-        "dependencies": state.dependencies.get(component_id, []),
+        "dependencies": deps,
     }
-    return {"component.json": json.dumps(spec, indent=2, sort_keys=True).encode()}
+    data = json.dumps(spec, indent=2, sort_keys=True).encode()
+    if len(_SPECS) >= _SPECS_KEPT:
+        _SPECS.clear()
+    _SPECS[key] = (tree, data)
+    return {"component.json": data}
 
 
 def implementation_closure(state: RunState, component_id: str) -> list[str]:

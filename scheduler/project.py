@@ -122,30 +122,36 @@ class ProjectDir:
             written.append(target.relative_to(self.root).as_posix())
             return written
         prefix = "tests/" if phase is Phase.TEST else "src/"
-        dest = self.destination(component_id, phase)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.new-"))
+        root = str(self.root)
+        dest = self.destination_str(component_id, phase)
+        parent, name = os.path.split(dest)
+        os.makedirs(parent, exist_ok=True)
+        staging = tempfile.mkdtemp(dir=parent, prefix=f".{name}.new-")
+        made = {staging}
         for path, data in sorted(files.items()):
             rel = safe_relpath(path)
             if not rel.startswith(prefix):
                 continue
-            out = staging / rel.removeprefix(prefix)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(data)
-            written.append((dest / rel.removeprefix(prefix)).relative_to(self.root).as_posix())
-        _fsync_tree(staging)
+            inside = rel.removeprefix(prefix)
+            out = os.path.join(staging, inside)
+            folder = os.path.dirname(out)
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
+            _write_synced(out, data)
+            written.append(os.path.relpath(os.path.join(dest, inside), root))
         old = None
-        if dest.exists():
-            old = dest.parent / f".{dest.name}.old-{os.getpid()}"
+        if os.path.exists(dest):
+            old = os.path.join(parent, f".{name}.old-{os.getpid()}")
             shutil.rmtree(old, ignore_errors=True)
             os.replace(dest, old)
         os.replace(staging, dest)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         if test_results is not None:
-            results_path = dest.parent / "test_results.json"
+            results_path = os.path.join(parent, "test_results.json")
             atomic_write(results_path, test_results.model_dump_json(indent=2).encode() + b"\n")
-            written.append(results_path.relative_to(self.root).as_posix())
+            written.append(os.path.relpath(results_path, root))
         return written
 
     def sweep_staging(self) -> None:
@@ -166,8 +172,10 @@ class ProjectDir:
                 leftover.unlink(missing_ok=True)
 
 
-def _fsync_tree(root: Path) -> None:
-    for path in root.rglob("*"):
-        if path.is_file():
-            with path.open("rb") as fh:
-                os.fsync(fh.fileno())
+def _write_synced(path: str, data: bytes) -> None:
+    """Write a new file and fsync it (promoted files are durable before they are
+    renamed into place)."""
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())

@@ -40,7 +40,8 @@ class RunStatus(StrEnum):
 
 
 def item_key(component_id: str, phase: Phase | str) -> str:
-    return f"{component_id}/{Phase(phase).value}"
+    value = phase.value if type(phase) is Phase else Phase(phase).value
+    return f"{component_id}/{value}"
 
 
 def phases_for(tree: DecompositionTree, component_id: str) -> list[Phase]:

@@ -9,6 +9,7 @@ promoted, so a rebuild or a resume re-creates whatever is missing.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from pact_workers.artifacts import ArtifactStore
@@ -71,11 +72,10 @@ def metadata_for(
 
 
 def _covered(project: ProjectDir, component_id: str, phase: Phase, files: list[str]) -> list[str]:
-    dest = project.destination(component_id, phase)
-    root = project.root
+    dest = os.path.relpath(project.destination_str(component_id, phase), project.root)
     if phase is Phase.CONTRACT:
-        return [(dest / "interface.json").relative_to(root).as_posix()]
-    return [(dest / f.split("/", 1)[1]).relative_to(root).as_posix() for f in files if "/" in f]
+        return [f"{dest}/interface.json"]
+    return [f"{dest}/{f.split('/', 1)[1]}" for f in files if "/" in f]
 
 
 def record_promotion(project: ProjectDir, state: RunState, component_id: str, phase: Phase) -> None:
