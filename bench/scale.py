@@ -4,9 +4,15 @@ Each size runs in a process of its own (so peak RSS is that run's): a synthetic
 tree (bench/trees.py: branching 10, sibling dependencies, three items per
 component) through the real RunController (audit log with group commit, state
 fold, ready set, inputs, promotion into a fresh project) on the simulated
-executor, 64 workers on a virtual clock. Then ``pact status --json`` on the
-finished run, in a subprocess, as a user runs it. Printed per size: scheduler
-CPU per item, peak RSS, status time, state.json size; and the growth exponent of
+executor, 64 workers on a virtual clock, whose implementations and compositions
+report their tests passed (so promotions write test results and capture a
+provenance baseline per component, as in a real run). Then ``pact status --json``
+on the finished run, in a subprocess, as a user runs it: once as it is (``status
++drift s``: drift is checked against every baseline, one ``stat`` per verified
+file and one baseline file read per component) and once with the baselines set
+aside (``status s``: the run state alone, what the target is stated for). Printed
+per size: scheduler CPU per item, peak RSS, status times, state.json size; and
+the growth exponent of
 the CPU per item between sizes (0: constant per item, 1: linear per item, i.e. a
 quadratic run). The wavefront core alone (``done`` + ``get_ready`` per event) is
 timed too.
@@ -65,7 +71,13 @@ def run_one(components: int, workers: int) -> dict[str, Any]:
         clock = VirtualClock()
         store = project.store(deferred=True)
         executor = _Accounted(
-            SimulatedExecutor(workers=workers, store=store, clock=clock, latency=lambda c, p: 600.0)
+            SimulatedExecutor(
+                workers=workers,
+                store=store,
+                clock=clock,
+                latency=lambda c, p: 600.0,
+                verified=True,
+            )
         )
         cpu0, wall0 = time.process_time(), time.perf_counter()
         state = RunController(
@@ -82,14 +94,11 @@ def run_one(components: int, workers: int) -> dict[str, Any]:
         cpu_s = total_cpu_s - executor.cpu_s
         items = len(state.items)
         done = sum(1 for i in state.items.values() if i.status.value == "done")
-        started = time.perf_counter()
-        status = subprocess.run(
-            [sys.executable, "-m", "scheduler.cli", "status", str(project.root), "--json"],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-        )
-        status_s = time.perf_counter() - started
+        status_drift_s, drift_ok = _status_time(project.root)
+        baselines = project.pact / "baselines"
+        baselines.rename(project.pact / "baselines.aside")
+        status_s, status_ok = _status_time(project.root)
+        (project.pact / "baselines.aside").rename(baselines)
         return {
             "components": components,
             "items": items,
@@ -99,10 +108,25 @@ def run_one(components: int, workers: int) -> dict[str, Any]:
             "wall_s": wall_s,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "status_s": status_s,
-            "status_ok": status.returncode == 0,
+            "status_drift_s": status_drift_s,
+            "status_ok": status_ok and drift_ok,
+            "baselines": sum(1 for _ in baselines.glob("*.json")),
             "state_json_mb": project.state_path.stat().st_size / 1e6,
             "log_mb": project.audit_path.stat().st_size / 1e6,
         }
+
+
+def _status_time(project: Path) -> tuple[float, bool]:
+    """Wall time of ``pact status --json`` on ``project`` in a subprocess, and whether
+    it answered (exit 0)."""
+    started = time.perf_counter()
+    status = subprocess.run(
+        [sys.executable, "-m", "scheduler.cli", "status", str(project), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    return time.perf_counter() - started, status.returncode == 0
 
 
 class _Accounted:
@@ -189,6 +213,7 @@ def show(result: dict[str, Any]) -> None:
         ("growth_exponent", "{:>7.2f}"),
         ("peak_rss_mb", "{:>8.0f}"),
         ("status_s", "{:>8.2f}"),
+        ("status_drift_s", "{:>8.2f}"),
         ("state_json_mb", "{:>8.2f}"),
         ("log_mb", "{:>7.1f}"),
         ("core_us_per_event", "{:>8.1f}"),
@@ -201,6 +226,7 @@ def show(result: dict[str, Any]) -> None:
         "growth",
         "RSS MB",
         "status s",
+        "status +drift s",
         "state MB",
         "log MB",
         "core us",

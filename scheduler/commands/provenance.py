@@ -80,7 +80,7 @@ def provenance_report(
     retro = latest_file(project_dir / ".pact" / "retrospectives", "*.json")
     picture = latest_timeline(project_dir)
     return ProvenanceReport(
-        drift=project_drift(project_dir),
+        drift=project_drift(project_dir, baselines),
         staleness=project_staleness(baselines, state.dependencies, window, now=now),
         staleness_window_days=window,
         retrospective=str(retro) if retro else None,

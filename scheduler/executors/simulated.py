@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from graphlib import TopologicalSorter
 
 from pact_workers.artifacts import ArtifactStore, Bundle
+from pact_workers.models.testing import TestResults
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
 from scheduler.wavefront import Key, WorkGraph
 
@@ -109,6 +110,11 @@ class SimulatedExecutor:
             is shorter than most simulated attempts: a silent attempt would be
             declared stalled and retried, which is not what is being measured.
             Off reproduces a worker that never reports progress.
+        verified: Report the contract tests of every implementation and composition
+            as run and passed (one test), as the harness does after a verification:
+            promotions then write ``test_results.json`` and capture baselines, and
+            ``pact status`` checks them for drift, as after a real run. Off: results
+            carry no test results (what nothing-but-scheduling measurements want).
     """
 
     name = "simulated"
@@ -122,6 +128,7 @@ class SimulatedExecutor:
         latency: Latency,
         dependencies: Mapping[str, Sequence[str]] | None = None,
         heartbeats: bool = True,
+        verified: bool = False,
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
@@ -131,6 +138,7 @@ class SimulatedExecutor:
         self.latency = latency
         self.dependencies = {cid: list(deps) for cid, deps in (dependencies or {}).items()}
         self.heartbeats = heartbeats
+        self.verified = verified
         #: Every attempt that has started, in start order (for idle-time analysis).
         self.spans: list[TaskSpan] = []
         self._queued: deque[tuple[TaskMessage, float]] = deque()
@@ -225,7 +233,13 @@ class SimulatedExecutor:
             outcome="ok",
             output=self.store.put_bundle(files),
             duration_s=span.end_s - span.start_s,
+            test_results=_PASSED if self.verified and task.phase in _VERIFIED else None,
         )
+
+
+#: What a verified simulated attempt reports (see ``SimulatedExecutor``'s ``verified``).
+_PASSED = TestResults(total=1, passed=1)
+_VERIFIED = (Phase.IMPLEMENT, Phase.INTEGRATE)
 
 
 def simulated_output(task: TaskMessage, store: ArtifactStore, dependencies: list[str]) -> Bundle:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.errors import PactError
 from pact_workers.files import atomic_write
+from pact_workers.gcpause import collector_paused
 from pact_workers.models.testing import TestResults
 
 Severity = Literal["error", "warning"]
@@ -73,17 +74,27 @@ class DriftFinding(BaseModel):
 
 
 def _paths(project_dir: Path, component_id: str) -> tuple[Path, Path, Path]:
-    pact = project_dir / ".pact"
-    contract_dir = pact / "contracts" / component_id
+    interface, tests, src = _path_strs(project_dir, component_id)
+    return Path(interface), Path(tests), Path(src)
+
+
+def _path_strs(project_dir: Path, component_id: str) -> tuple[str, str, str]:
+    """:func:`_paths` as plain strings (what a pass over every component uses)."""
+    pact = os.path.join(project_dir, ".pact")
+    contract_dir = os.path.join(pact, "contracts", component_id)
     return (
-        contract_dir / "interface.json",
-        contract_dir / "tests",
-        pact / "implementations" / component_id / "src",
+        os.path.join(contract_dir, "interface.json"),
+        os.path.join(contract_dir, "tests"),
+        os.path.join(pact, "implementations", component_id, "src"),
     )
 
 
 def baseline_path(project_dir: Path, component_id: str) -> Path:
-    return project_dir / ".pact" / "baselines" / f"{component_id}.json"
+    return Path(_baseline_str(project_dir, component_id))
+
+
+def _baseline_str(project_dir: Path, component_id: str) -> str:
+    return os.path.join(project_dir, ".pact", "baselines", f"{component_id}.json")
 
 
 def hash_file(path: Path) -> str:
@@ -141,15 +152,15 @@ def _stat_tree(root: str, prefix: str, out: dict[str, tuple[int, int]]) -> None:
 
 def file_stats(project_dir: Path, component_id: str) -> dict[str, tuple[int, int]]:
     """The stat signature of a component's verified files (see ``ArtifactBaseline``)."""
-    interface, tests, src = _paths(project_dir, component_id)
+    interface, tests, src = _path_strs(project_dir, component_id)
     out: dict[str, tuple[int, int]] = {}
     try:
         info = os.stat(interface)
         out["interface.json"] = (info.st_size, info.st_mtime_ns)
     except OSError:
         pass
-    _stat_tree(str(tests), "tests/", out)
-    _stat_tree(str(src), "src/", out)
+    _stat_tree(tests, "tests/", out)
+    _stat_tree(src, "src/", out)
     return out
 
 
@@ -240,23 +251,26 @@ def write_baseline(project_dir: Path, baseline: ArtifactBaseline) -> None:
 
 def read_baseline(project_dir: Path, component_id: str) -> ArtifactBaseline | None:
     try:
-        return ArtifactBaseline.model_validate_json(
-            baseline_path(project_dir, component_id).read_bytes()
-        )
+        with open(_baseline_str(project_dir, component_id), "rb") as fh:
+            return ArtifactBaseline.model_validate_json(fh.read())
     except (OSError, ValidationError):
         return None
 
 
 def read_baselines(project_dir: Path) -> dict[str, ArtifactBaseline]:
-    """Every baseline of the project, by component id."""
+    """Every baseline of the project, by component id (read with the cyclic collector
+    paused: a large project has one per component)."""
     found: dict[str, ArtifactBaseline] = {}
     root = project_dir / ".pact" / "baselines"
-    if not root.is_dir():
+    try:
+        names = sorted(e.name for e in os.scandir(root) if e.name.endswith(".json"))
+    except OSError:
         return found
-    for path in sorted(root.glob("*.json")):
-        baseline = read_baseline(project_dir, path.stem)
-        if baseline is not None:
-            found[baseline.component_id] = baseline
+    with collector_paused():
+        for name in names:
+            baseline = read_baseline(project_dir, name.removesuffix(".json"))
+            if baseline is not None:
+                found[baseline.component_id] = baseline
     return found
 
 
@@ -323,10 +337,13 @@ def detect_drift(baseline: ArtifactBaseline, project_dir: Path) -> list[str]:
     return [str(f) for f in check_drift(baseline, project_dir)]
 
 
-def project_drift(project_dir: Path) -> list[DriftFinding]:
-    """Drift of every component that has a baseline (what status and validate show)."""
+def project_drift(
+    project_dir: Path, baselines: Mapping[str, ArtifactBaseline] | None = None
+) -> list[DriftFinding]:
+    """Drift of every component that has a baseline (what status and validate show);
+    ``baselines`` as :func:`read_baselines` gives them, when the caller has them."""
+    if baselines is None:
+        baselines = read_baselines(project_dir)
     return [
-        finding
-        for baseline in read_baselines(project_dir).values()
-        for finding in check_drift(baseline, project_dir)
+        finding for baseline in baselines.values() for finding in check_drift(baseline, project_dir)
     ]

@@ -11,29 +11,34 @@ The store lives beside the action cache of embedded runs: ``PACT_CACHE_DIR`` (el
 ``$XDG_CACHE_HOME/pact-fleet``) under ``lessons/<key>/<run_id>.json``. A run loads the
 lessons once when it is opened; code authors and integrators see them in tier 2 of their
 context, those naming their component first.
+
+The store keeps only what is carried (each run's lessons, with its id and time, not its
+whole retrospective, which for a large tree is megabytes), and only the newest
+:data:`KEPT_RUNS` runs per key: every run opens it, so it must not grow with every run
+ever made.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from pact_workers.files import atomic_write
 from scheduler.cache.factory import default_cache_dir
-from scheduler.provenance.retrospective import (
-    RunRetrospective,
-    read_retrospectives,
-    write_retrospective,
-)
+from scheduler.provenance.retrospective import RunRetrospective, write_retrospective
 from scheduler.settings import Settings
 
 log = logging.getLogger(__name__)
 
 #: Most lessons a run carries into its prompts (the newest runs' first).
 MAX_CARRIED = 20
+#: Runs whose lessons the store keeps per key (older ones are removed on publishing).
+KEPT_RUNS = 20
 
 
 def lessons_key(settings: Settings, agent_options: Mapping[str, str] | None = None) -> str:
@@ -49,24 +54,61 @@ def lessons_dir(key: str) -> Path:
 
 
 def publish(retro: RunRetrospective, key: str) -> None:
-    """Put ``retro`` in the lessons store under ``key`` (replacing the run's earlier one)."""
-    data = retro.model_dump_json(indent=2).encode() + b"\n"
-    atomic_write(lessons_dir(key) / f"{retro.run_id}.json", data, fsync=False)
+    """Put ``retro``'s lessons in the lessons store under ``key`` (replacing the run's
+    earlier ones), and forget the oldest runs beyond :data:`KEPT_RUNS`."""
+    directory = lessons_dir(key)
+    record = {"run_id": retro.run_id, "generated_at": retro.generated_at, "lessons": retro.lessons}
+    atomic_write(directory / f"{retro.run_id}.json", json.dumps(record).encode(), fsync=False)
+    try:
+        kept = sorted(
+            (e for e in os.scandir(directory) if e.name.endswith(".json")),
+            key=lambda e: e.stat().st_mtime_ns,
+            reverse=True,
+        )
+    except OSError:
+        return
+    for entry in kept[KEPT_RUNS:]:
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
 
 
 def prior_lessons(project_dir: Path, key: str) -> list[str]:
     """The lessons of earlier runs: this project's retrospectives, then the store's
     under ``key``, newest run first, without duplicates."""
     found = [
-        *read_retrospectives(lessons_dir(key)),
-        *read_retrospectives(project_dir / ".pact" / "retrospectives"),
+        *_read_lessons(lessons_dir(key)),
+        *_read_lessons(project_dir / ".pact" / "retrospectives"),
     ]
-    found.sort(key=lambda r: (r.generated_at, r.run_id), reverse=True)
+    found.sort(key=lambda r: (r[0], r[1]), reverse=True)
     lessons: dict[str, None] = {}
-    for retro in found:
-        for lesson in retro.lessons:
+    for _, _, carried in found:
+        for lesson in carried:
             lessons.setdefault(lesson, None)
     return list(lessons)[:MAX_CARRIED]
+
+
+def _read_lessons(directory: Path) -> list[tuple[str, str, list[str]]]:
+    """(generated_at, run_id, lessons) of every readable record in ``directory``: the
+    store's records, or whole retrospectives (a project's own; older stores held those
+    too); anything else is skipped."""
+    found: list[tuple[str, str, list[str]]] = []
+    try:
+        paths = [e.path for e in os.scandir(directory) if e.name.endswith(".json")]
+    except OSError:
+        return found
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                doc = json.loads(fh.read())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict):
+            continue
+        run_id, at, carried = doc.get("run_id"), doc.get("generated_at", ""), doc.get("lessons")
+        if not isinstance(run_id, str) or not isinstance(at, str) or not isinstance(carried, list):
+            continue
+        found.append((at, run_id, [x for x in carried if isinstance(x, str)]))
+    return found
 
 
 def retrospect(project_dir: Path, key: str) -> RunRetrospective | None:

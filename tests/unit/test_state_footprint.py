@@ -192,3 +192,46 @@ def test_the_collector_is_paused_only_inside_and_its_state_restored() -> None:
 def test_usage_sums_never_change_the_shared_nothing() -> None:
     total = NO_USAGE + Usage(input_tokens=3, cost_usd=0.5)
     assert total.input_tokens == 3 and Usage() == NO_USAGE
+
+
+def test_the_lessons_store_keeps_the_newest_runs_lessons_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every run opens the store: it holds each run's lessons (not its retrospective)
+    and only the newest KEPT_RUNS runs per key."""
+    import json
+    import time
+
+    from scheduler.provenance import lessons as store
+    from scheduler.provenance.retrospective import RunRetrospective
+
+    monkeypatch.setenv("PACT_CACHE_DIR", str(tmp_path / "cache"))
+    directory = store.lessons_dir("k")
+    directory.mkdir(parents=True)
+    # A store written before: a whole retrospective, still read for its lessons.
+    (directory / "old.json").write_text(
+        json.dumps({"run_id": "old", "generated_at": "2026-01-01T00:00:00", "lessons": ["l-old"]})
+    )
+    (directory / "junk.json").write_text("[1, 2]")
+    for i in range(store.KEPT_RUNS + 5):
+        retro = RunRetrospective(
+            run_id=f"r{i:02d}",
+            generated_at=f"2026-02-{i + 1:02d}T00:00:00",
+            lessons=[f"l{i:02d}"],
+            total_cost=0.0,
+            total_duration_seconds=0.0,
+            components_count=1,
+            plan_revisions=0,
+            largest_test_suite=("c", 1),
+            most_error_cases=("c", 0),
+            cost_distribution={"c": 0.0},
+        )
+        store.publish(retro, "k")
+        time.sleep(0.002)
+    kept = sorted(p.name for p in directory.glob("*.json"))
+    assert len(kept) == store.KEPT_RUNS
+    assert kept[-1] == f"r{store.KEPT_RUNS + 4:02d}.json" and "old.json" not in kept
+    record = json.loads((directory / kept[-1]).read_bytes())
+    assert set(record) == {"run_id", "generated_at", "lessons"}
+    carried = store.prior_lessons(tmp_path / "project", "k")
+    assert carried[0] == f"l{store.KEPT_RUNS + 4:02d}" and len(carried) == store.MAX_CARRIED
