@@ -10,12 +10,18 @@ provenance baseline per component, as in a real run). Then ``pact status --json`
 on the finished run, in a subprocess, as a user runs it: once as it is (``status
 +drift s``: drift is checked against every baseline, one ``stat`` per verified
 file and one baseline file read per component) and once with the baselines set
-aside (``status s``: the run state alone, what the target is stated for). Printed
-per size: scheduler CPU per item, peak RSS, status times, state.json size; and
-the growth exponent of
-the CPU per item between sizes (0: constant per item, 1: linear per item, i.e. a
-quadratic run). The wavefront core alone (``done`` + ``get_ready`` per event) is
-timed too.
+aside (``status s``: the run state alone). Printed per size: scheduler CPU per
+item (user + system, and each), peak RSS, status times, state.json size, files
+and directories the run made per item; and the growth exponent of the CPU per item
+between sizes (0: constant per item, 1: linear per item, i.e. a quadratic run). The
+wavefront core alone (``done`` + ``get_ready`` per event) is timed too.
+
+System CPU is mostly file creation, whose cost depends on the file system's recent
+history: on ext4 without a journal, a create skips every inode deleted in the last
+minutes one by one, so a file tree removed shortly before (an earlier run of this
+benchmark, a test suite's temporary directories) can multiply it by ten. The
+projects of one invocation are therefore removed only after all sizes are measured;
+leave minutes between invocations, or point ``--dir`` at a quiet directory.
 
     .venv/bin/python bench/scale.py                 # 100 and 1,000 (a minute)
     .venv/bin/python bench/scale.py --sizes 100 1000 10000
@@ -52,7 +58,7 @@ TARGETS = {
 }
 
 
-def run_one(components: int, workers: int) -> dict[str, Any]:
+def run_one(components: int, workers: int, where: str | None = None) -> dict[str, Any]:
     """One size, in this process: the run, then status in a subprocess."""
     from pact_workers.models.tree import tree_from_data
     from scheduler.executors.simulated import SimulatedExecutor, VirtualClock
@@ -63,57 +69,71 @@ def run_one(components: int, workers: int) -> dict[str, Any]:
 
     data = synthetic_tree(components, 10)
     tree = tree_from_data(data, "<synthetic>")
-    with tempfile.TemporaryDirectory(prefix="pact-scale-") as tmp:
-        project = ProjectDir(Path(tmp) / "run")
-        project.root.mkdir()
-        settings = Settings()
-        start_run(project, tree, tree_bytes=json.dumps(data).encode(), settings=settings)
-        clock = VirtualClock()
-        store = project.store(deferred=True)
-        executor = _Accounted(
-            SimulatedExecutor(
-                workers=workers,
-                store=store,
-                clock=clock,
-                latency=lambda c, p: 600.0,
-                verified=True,
-            )
-        )
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        state = RunController(
-            project,
-            executor=executor,
+    # Not removed here: a removal of hundreds of thousands of files makes creating
+    # files slow for minutes after on some file systems (ext4 without a journal
+    # skips recently deleted inodes one by one), which the next size would pay.
+    project = ProjectDir(Path(tempfile.mkdtemp(prefix=f"run-{components}-", dir=where)))
+    settings = Settings()
+    start_run(project, tree, tree_bytes=json.dumps(data).encode(), settings=settings)
+    clock = VirtualClock()
+    store = project.store(deferred=True)
+    executor = _Accounted(
+        SimulatedExecutor(
+            workers=workers,
             store=store,
-            settings=settings,
             clock=clock,
-            sleep=clock.sleep,
-        ).drive()
-        total_cpu_s, wall_s = time.process_time() - cpu0, time.perf_counter() - wall0
-        # What the simulated workers did (writing their outputs into the store) is not
-        # the scheduler's: on a fleet it happens on other machines.
-        cpu_s = total_cpu_s - executor.cpu_s
-        items = len(state.items)
-        done = sum(1 for i in state.items.values() if i.status.value == "done")
-        status_drift_s, drift_ok = _status_time(project.root)
-        baselines = project.pact / "baselines"
-        baselines.rename(project.pact / "baselines.aside")
-        status_s, status_ok = _status_time(project.root)
-        (project.pact / "baselines.aside").rename(baselines)
-        return {
-            "components": components,
-            "items": items,
-            "completed": done == items and state.status.value == "completed",
-            "cpu_ms_per_item": 1000 * cpu_s / items,
-            "worker_cpu_ms_per_item": 1000 * executor.cpu_s / items,
-            "wall_s": wall_s,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "status_s": status_s,
-            "status_drift_s": status_drift_s,
-            "status_ok": status_ok and drift_ok,
-            "baselines": sum(1 for _ in baselines.glob("*.json")),
-            "state_json_mb": project.state_path.stat().st_size / 1e6,
-            "log_mb": project.audit_path.stat().st_size / 1e6,
-        }
+            latency=lambda c, p: 600.0,
+            verified=True,
+        )
+    )
+    cpu0, wall0 = _cpu(), time.perf_counter()
+    state = RunController(
+        project,
+        executor=executor,
+        store=store,
+        settings=settings,
+        clock=clock,
+        sleep=clock.sleep,
+    ).drive()
+    cpu1, wall_s = _cpu(), time.perf_counter() - wall0
+    # What the simulated workers did (writing their outputs into the store) is not
+    # the scheduler's: on a fleet it happens on other machines.
+    user_s = cpu1[0] - cpu0[0] - executor.user_s
+    system_s = cpu1[1] - cpu0[1] - executor.system_s
+    cpu_s = user_s + system_s
+    items = len(state.items)
+    done = sum(1 for i in state.items.values() if i.status.value == "done")
+    status_drift_s, drift_ok = _status_time(project.root)
+    baselines = project.pact / "baselines"
+    baselines.rename(project.pact / "baselines.aside")
+    status_s, status_ok = _status_time(project.root)
+    (project.pact / "baselines.aside").rename(baselines)
+    return {
+        "components": components,
+        "items": items,
+        "completed": done == items and state.status.value == "completed",
+        "cpu_ms_per_item": 1000 * cpu_s / items,
+        "user_ms_per_item": 1000 * user_s / items,
+        "system_ms_per_item": 1000 * system_s / items,
+        "worker_cpu_ms_per_item": 1000 * (executor.user_s + executor.system_s) / items,
+        "wall_s": wall_s,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "status_s": status_s,
+        "status_drift_s": status_drift_s,
+        "status_ok": status_ok and drift_ok,
+        "baselines": sum(1 for _ in baselines.glob("*.json")),
+        "state_json_mb": project.state_path.stat().st_size / 1e6,
+        "log_mb": project.audit_path.stat().st_size / 1e6,
+        "files_per_item": _files(project.root) / items,
+    }
+
+
+def _files(root: Path) -> int:
+    """Files and directories under ``root`` (what the run created: each cost a create)."""
+    count = 0
+    for _, dirs, names in os.walk(root):
+        count += len(dirs) + len(names)
+    return count
 
 
 def _status_time(project: Path) -> tuple[float, bool]:
@@ -129,12 +149,19 @@ def _status_time(project: Path) -> tuple[float, bool]:
     return time.perf_counter() - started, status.returncode == 0
 
 
+def _cpu() -> tuple[float, float]:
+    """(user, system) CPU seconds of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime, usage.ru_stime
+
+
 class _Accounted:
     """An executor wrapper that counts the CPU time spent inside the executor."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.cpu_s = 0.0
+        self.user_s = 0.0
+        self.system_s = 0.0
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self.inner, name)
@@ -142,11 +169,13 @@ class _Accounted:
             return value
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.process_time()
+            started = _cpu()
             try:
                 return value(*args, **kwargs)
             finally:
-                self.cpu_s += time.process_time() - started
+                ended = _cpu()
+                self.user_s += ended[0] - started[0]
+                self.system_s += ended[1] - started[1]
 
         return timed
 
@@ -171,26 +200,42 @@ def core_us_per_event(components: int) -> float:
     return 1e6 * (time.perf_counter() - started) / max(events, 1)
 
 
-def measure(sizes: list[int], workers: int) -> dict[str, Any]:
+def measure(sizes: list[int], workers: int, where: str | None = None) -> dict[str, Any]:
     rows = []
-    for size in sizes:
-        out = subprocess.run(
-            [sys.executable, __file__, "--one", str(size), "--workers", str(workers)],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-        )
-        if out.returncode != 0:
-            raise SystemExit(f"size {size} failed:\n{out.stderr}")
-        row = json.loads(out.stdout)
-        row["core_us_per_event"] = core_us_per_event(size)
-        rows.append(row)
+    # Every size's project stays until all are measured (see run_one).
+    with tempfile.TemporaryDirectory(prefix="pact-scale-", dir=where) as parent:
+        for size in sizes:
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    str(size),
+                    "--workers",
+                    str(workers),
+                    "--dir",
+                    parent,
+                ],
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+            )
+            if out.returncode != 0:
+                raise SystemExit(f"size {size} failed:\n{out.stderr}")
+            row = json.loads(out.stdout)
+            row["core_us_per_event"] = core_us_per_event(size)
+            rows.append(row)
     for before, after in itertools.pairwise(rows):
         ratio = after["cpu_ms_per_item"] / before["cpu_ms_per_item"]
         after["growth_exponent"] = math.log(ratio) / math.log(
             after["components"] / before["components"]
         )
-    return {"workers": workers, "rows": rows, "targets": TARGETS}
+    return {
+        "workers": workers,
+        "dir": where or tempfile.gettempdir(),
+        "rows": rows,
+        "targets": TARGETS,
+    }
 
 
 def failures(result: dict[str, Any]) -> list[str]:
@@ -210,12 +255,15 @@ def show(result: dict[str, Any]) -> None:
         ("components", "{:>10}"),
         ("items", "{:>7}"),
         ("cpu_ms_per_item", "{:>9.2f}"),
+        ("user_ms_per_item", "{:>7.2f}"),
+        ("system_ms_per_item", "{:>7.2f}"),
         ("growth_exponent", "{:>7.2f}"),
         ("peak_rss_mb", "{:>8.0f}"),
         ("status_s", "{:>8.2f}"),
         ("status_drift_s", "{:>8.2f}"),
         ("state_json_mb", "{:>8.2f}"),
         ("log_mb", "{:>7.1f}"),
+        ("files_per_item", "{:>7.2f}"),
         ("core_us_per_event", "{:>8.1f}"),
         ("completed", "{:>5}"),
     ]
@@ -223,12 +271,15 @@ def show(result: dict[str, Any]) -> None:
         "components",
         "items",
         "cpu ms/it",
+        "user",
+        "system",
         "growth",
         "RSS MB",
         "status s",
         "status +drift s",
         "state MB",
         "log MB",
+        "files/it",
         "core us",
         "done",
     ]
@@ -241,6 +292,7 @@ def show(result: dict[str, Any]) -> None:
             text = "" if value is None else fmt.format(value).strip()
             cells.append(text.rjust(max(width, len(head))))
         print("  ".join(cells))
+    print("project directories under:", result["dir"])
     print("targets at 10,000 components:", ", ".join(f"{k} <= {v}" for k, v in TARGETS.items()))
 
 
@@ -250,13 +302,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=64)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument(
+        "--dir",
+        help="where the runs' project directories are made (default: the temporary "
+        "directory); file creation costs differ widely between file systems and even "
+        "between directories of one file system, and all of it is system CPU here",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
         os.environ.setdefault("PYTHONHASHSEED", "0")
-        print(json.dumps(run_one(args.one, args.workers)))
+        print(json.dumps(run_one(args.one, args.workers, args.dir)))
         return 0
-    result = measure(args.sizes, args.workers)
+    result = measure(args.sizes, args.workers, args.dir)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

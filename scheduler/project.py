@@ -13,7 +13,11 @@
     <project>/.pact/implementations/<c>/test_results.json
 
 Agent output lives only in the artifact store until the harness verified it;
-then :meth:`ProjectDir.promote` moves it into place atomically.
+then :meth:`ProjectDir.promote` moves it into place atomically. Promoted files are
+not fsynced one by one: :meth:`ProjectDir.sync` makes them durable together, and the
+run loop calls it before it commits the events that say they were promoted (a crash
+before that commit leaves the item unpromoted in the log, and the next run of the
+loop promotes it again from the store).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pathlib import Path
 
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import RunDirError
-from pact_workers.files import atomic_write
+from pact_workers.files import atomic_write, sync_filesystem
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import Phase
 from pact_workers.sandbox.base import safe_relpath
@@ -49,6 +53,8 @@ class ProjectDir:
         self.implementations_dir = self.pact / "implementations"
         self._contracts = str(self.contracts_dir)
         self._implementations = str(self.implementations_dir)
+        #: Files promoted since the last :meth:`sync` (not yet durable).
+        self._unsynced = False
 
     def has_run(self) -> bool:
         return self.audit_path.exists()
@@ -70,6 +76,12 @@ class ProjectDir:
         the whole log as it is on disk now), atomically, compactly and marked (see
         :mod:`scheduler.snapshot`). The state must cover exactly those events."""
         atomic_write(self.state_path, snapshot_bytes(state, self.audit_path, log_offset))
+
+    def sync(self) -> None:
+        """Make every file promoted so far durable (one file-system sync, if any)."""
+        if self._unsynced:
+            self._unsynced = False
+            sync_filesystem(self.root)
 
     def read_state(self) -> RunState:
         try:
@@ -114,11 +126,13 @@ class ProjectDir:
         The contract is one file replaced atomically. Tests and implementations
         replace their whole directory, so files a new attempt deleted or renamed
         disappear too; the old directory is swapped out by rename before removal.
+        Durable at the next :meth:`sync`.
         """
         written: list[str] = []
+        self._unsynced = True
         if phase is Phase.CONTRACT:
             target = self.contracts_dir / component_id / "interface.json"
-            atomic_write(target, files["interface.json"])
+            atomic_write(target, files["interface.json"], fsync=False)
             written.append(target.relative_to(self.root).as_posix())
             return written
         prefix = "tests/" if phase is Phase.TEST else "src/"
@@ -138,7 +152,8 @@ class ProjectDir:
             if folder not in made:
                 os.makedirs(folder, exist_ok=True)
                 made.add(folder)
-            _write_synced(out, data)
+            with open(out, "wb") as fh:
+                fh.write(data)
             written.append(os.path.relpath(os.path.join(dest, inside), root))
         old = None
         if os.path.exists(dest):
@@ -150,7 +165,8 @@ class ProjectDir:
             shutil.rmtree(old, ignore_errors=True)
         if test_results is not None:
             results_path = os.path.join(parent, "test_results.json")
-            atomic_write(results_path, test_results.model_dump_json(indent=2).encode() + b"\n")
+            data = test_results.model_dump_json(indent=2).encode() + b"\n"
+            atomic_write(results_path, data, fsync=False)
             written.append(os.path.relpath(results_path, root))
         return written
 
@@ -171,11 +187,3 @@ class ProjectDir:
             for leftover in self.state_path.parent.glob(f".{self.state_path.name}.*"):
                 leftover.unlink(missing_ok=True)
 
-
-def _write_synced(path: str, data: bytes) -> None:
-    """Write a new file and fsync it (promoted files are durable before they are
-    renamed into place)."""
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())

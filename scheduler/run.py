@@ -86,7 +86,9 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
         #: Set (by a signal handler) to stop between steps: the run is left interrupted.
         self.stop = stop
         #: The audit log, the state folded from it, and the effects waiting for it.
-        self.journal = RunJournal(project, listener=listener, fence=fence, before_commit=store.sync)
+        self.journal = RunJournal(
+            project, listener=listener, fence=fence, before_commit=self._make_durable
+        )
         self.scheduler: WavefrontScheduler | None = None
         #: What one attempt of each phase may cost before any has been seen (per run).
         self._prior_usd: dict[Phase, float] | None = None
@@ -165,6 +167,12 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
     def commit(self) -> None:
         """Make the staged events durable (one fsync), then carry out their effects."""
         self.journal.commit()
+
+    def _make_durable(self) -> None:
+        """Before events are committed: what they name is made durable first (blobs the
+        store deferred, files promoted since the last commit)."""
+        self.store.sync()
+        self.project.sync()
 
     def _after_commit(self, effect: Callable[[], None]) -> None:
         self.journal.after_commit(effect)
