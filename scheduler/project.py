@@ -186,4 +186,3 @@ class ProjectDir:
         if self.state_path.parent.exists():
             for leftover in self.state_path.parent.glob(f".{self.state_path.name}.*"):
                 leftover.unlink(missing_ok=True)
-

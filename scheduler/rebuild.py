@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -108,7 +109,11 @@ def validate_state_consistency(state: RunState, project_dir: Path) -> list[str]:
 
 
 def disk_inconsistencies(
-    state: RunState, project: ProjectDir, *, contents: bool = True
+    state: RunState,
+    project: ProjectDir,
+    *,
+    contents: bool = True,
+    untouched: Collection[str] = (),
 ) -> list[str]:
     """Done items whose verified files are missing from, or differ on, disk.
 
@@ -118,6 +123,9 @@ def disk_inconsistencies(
     for a component with a provenance baseline: an edit of its verified files is drift,
     which ``pact status`` and ``pact validate`` report with its severity
     (:mod:`scheduler.provenance.baseline`), not an inconsistency of the run.
+    ``untouched``: components whose verified files were just found exactly as their
+    baseline captured them (``check_project_drift``); with ``contents=False`` they are
+    not looked at again.
     """
     problems: list[str] = []
     store = project.store()
@@ -125,6 +133,8 @@ def disk_inconsistencies(
     baselines = str(project.pact / "baselines")
     for key, item in state.items.items():
         if item.status is not ItemStatus.DONE or item.output is None:
+            continue
+        if not contents and item.component_id in untouched:
             continue
         compare = contents and not os.path.isfile(
             os.path.join(baselines, f"{item.component_id}.json")

@@ -41,8 +41,7 @@ from scheduler.cli.views import (
     print_summary,
     progress_display,
 )
-from scheduler.commands.provenance import provenance_report
-from scheduler.commands.statusdoc import status_document
+from scheduler.commands.statusdoc import gather_status, status_document
 from scheduler.project import ProjectDir
 
 
@@ -165,9 +164,8 @@ def status(
 
 def _show_status(project: Path, *, as_json: bool) -> None:
     with user_errors():
-        state, warnings, problems = commands.status_report(project_dir=project)
+        state, warnings, problems, provenance = gather_status(project)
     driven = is_driven(ProjectDir(project).audit_path)
-    provenance = provenance_report(project_dir=project, state=state)
     if as_json:
         print_json(
             status_document(

@@ -7,6 +7,7 @@ throw away anything the log lost).
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from pathlib import Path
 
 from pact_workers.errors import RunDirError
@@ -33,19 +34,23 @@ def read_status(*, project_dir: Path) -> tuple[RunState, list[str]]:
     return load_state(project)
 
 
-def status_report(*, project_dir: Path) -> tuple[RunState, list[str], list[str]]:
+def status_report(
+    *, project_dir: Path, untouched: Collection[str] = ()
+) -> tuple[RunState, list[str], list[str]]:
     """What ``pact status`` shows: the state, warnings about the log, inconsistencies.
 
     When an intact snapshot marking a prefix of the log was the starting point, the
     state is consistent with the log by construction, so only the disk is checked
     (that every verified file is there); any other state.json is compared with the
-    whole log, contents included, as ``pact rebuild --dry-run`` does.
+    whole log, contents included, as ``pact rebuild --dry-run`` does. ``untouched``:
+    components whose verified files the drift check found as captured (not looked at
+    again).
     """
     project = ProjectDir(project_dir)
     check_run_dir(project)
     state, warnings, from_snapshot = load_run(project)
     if from_snapshot:
-        problems = disk_inconsistencies(state, project, contents=False)
+        problems = disk_inconsistencies(state, project, contents=False, untouched=untouched)
     else:
         problems = state_json_problems(project_dir=project_dir)
     # Interview answers less sure than 0.5 (seed 000, 3.2) are worth a second look.

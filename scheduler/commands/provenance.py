@@ -5,6 +5,7 @@ run picture. Reads only."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from pact_workers.errors import InputError, RunDirError
 from scheduler.commands.rundir import check_run_dir
 from scheduler.project import ProjectDir
-from scheduler.provenance.baseline import DriftFinding, project_drift, read_baselines
+from scheduler.provenance.baseline import (
+    ArtifactBaseline,
+    DriftFinding,
+    ProjectDrift,
+    check_project_drift,
+    read_baselines,
+)
 from scheduler.provenance.retrospective import (
     RunRetrospective,
     generate_retrospective,
@@ -67,20 +74,28 @@ def latest_timeline(project_dir: Path) -> str | None:
 
 
 def provenance_report(
-    *, project_dir: Path, state: RunState, now: datetime | None = None
+    *,
+    project_dir: Path,
+    state: RunState,
+    now: datetime | None = None,
+    drift: tuple[Mapping[str, ArtifactBaseline], ProjectDrift] | None = None,
 ) -> ProvenanceReport:
     """Drift and staleness of every verified component, and where the latest
     retrospective and run picture are. An unreadable pact.yaml means the default window
-    (``pact status`` reports the file's problem separately)."""
+    (``pact status`` reports the file's problem separately). ``drift``: the baselines
+    and their drift, when the caller has read and checked them already."""
     try:
         window = load_settings(project_dir / "pact.yaml").staleness_window_days
     except InputError:
         window = 90
-    baselines = read_baselines(project_dir)
+    if drift is None:
+        found = read_baselines(project_dir)
+        drift = found, check_project_drift(project_dir, found)
+    baselines, checked = drift
     retro = latest_file(project_dir / ".pact" / "retrospectives", "*.json")
     picture = latest_timeline(project_dir)
     return ProvenanceReport(
-        drift=project_drift(project_dir, baselines),
+        drift=checked.findings,
         staleness=project_staleness(baselines, state.dependencies, window, now=now),
         staleness_window_days=window,
         retrospective=str(retro) if retro else None,

@@ -12,9 +12,11 @@ from scheduler.cache import cache_report
 from scheduler.commands.agents import NOOP_NOTE
 from scheduler.commands.inspection import status_report
 from scheduler.commands.provenance import ProvenanceReport, provenance_report
+from scheduler.commands.rundir import check_run_dir
 from scheduler.gates.report import gates_report
 from scheduler.pactimport.report import import_json
 from scheduler.project import ProjectDir
+from scheduler.provenance.baseline import check_project_drift, read_baselines
 from scheduler.regression.report import regressions_report
 from scheduler.report import poisoned_items, summary_rows
 from scheduler.state import RunState
@@ -58,14 +60,33 @@ def status_document(
     }
 
 
+def gather_status(
+    project_dir: Path,
+) -> tuple[RunState, list[str], list[str], ProvenanceReport]:
+    """What ``pact status`` shows: the state, warnings, inconsistencies and provenance.
+
+    The verified files are looked at once: the drift check's stat of each component's
+    files against its baseline comes first, and a component found exactly as captured
+    is not checked again for missing files.
+
+    Raises:
+        InputError: no run there, or one that cannot be read.
+    """
+    check_run_dir(ProjectDir(project_dir))
+    baselines = read_baselines(project_dir)
+    drift = check_project_drift(project_dir, baselines)
+    state, warnings, problems = status_report(project_dir=project_dir, untouched=drift.untouched)
+    provenance = provenance_report(project_dir=project_dir, state=state, drift=(baselines, drift))
+    return state, warnings, problems, provenance
+
+
 def status_json(project_dir: Path) -> dict[str, Any]:
     """Read the run in ``project_dir`` and build its :func:`status_document`.
 
     Raises:
         InputError: no run there, or one that cannot be read.
     """
-    state, warnings, problems = status_report(project_dir=project_dir)
-    provenance = provenance_report(project_dir=project_dir, state=state)
+    state, warnings, problems, provenance = gather_status(project_dir)
     return status_document(
         project_dir, state, warnings=warnings, problems=problems, provenance=provenance
     )

@@ -21,9 +21,10 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -54,7 +55,9 @@ class ArtifactBaseline(BaseModel):
     #: The contract's ``version`` when captured (a bump explains implementation changes).
     contract_version: int = 1
     #: (size, mtime_ns) of every file hashed, as captured (``interface.json``,
-    #: ``tests/<file>``, ``src/<file>``): when none changed, nothing is read again. Empty
+    #: ``tests/<file>``, ``src/<file>``), and (0, mtime_ns) of each directory holding
+    #: them (``tests/``, ``src/``, ``src/<dir>/``: a file added, removed or renamed
+    #: changes its directory's mtime): when none changed, nothing is read again. Empty
     #: for a baseline made from the store, which is then always compared by hash.
     stats: dict[str, tuple[int, int]] = Field(default_factory=dict)
 
@@ -132,12 +135,14 @@ def hash_tree(root: Path) -> str:
 
 
 def _stat_tree(root: str, prefix: str, out: dict[str, tuple[int, int]]) -> None:
-    """(size, mtime_ns) of the files :func:`hash_tree` reads, by ``prefix`` + name."""
+    """(size, mtime_ns) of the files :func:`hash_tree` reads, by ``prefix`` + name, and
+    (0, mtime_ns) of the directories holding them, by ``prefix`` + path + ``/``."""
     stack = [(root, prefix)]
     while stack:
         path, at = stack.pop()
         try:
             entries = os.scandir(path)
+            out[at] = (0, os.stat(path).st_mtime_ns)
         except OSError:
             continue
         with entries:
@@ -162,6 +167,42 @@ def file_stats(project_dir: Path, component_id: str) -> dict[str, tuple[int, int
     _stat_tree(tests, "tests/", out)
     _stat_tree(src, "src/", out)
     return out
+
+
+def _files_only(stats: Mapping[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    return {name: sig for name, sig in stats.items() if not name.endswith("/")}
+
+
+def _same_by_name(project_dir: Path, component_id: str, stats: Mapping[str, Any]) -> bool:
+    """Every file and directory of a signature that names its directories, stat'd by
+    name, as captured: one ``stat`` each, no directory listed."""
+    interface, tests, src = _path_strs(project_dir, component_id)
+    roots = {"tests": tests, "src": src}
+    for name, (size, mtime) in stats.items():
+        top, _, rest = name.partition("/")
+        path = interface if name == "interface.json" else os.path.join(roots.get(top, ""), rest)
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        if info.st_mtime_ns != mtime or (not name.endswith("/") and info.st_size != size):
+            return False
+    return True
+
+
+def untouched(project_dir: Path, baseline: ArtifactBaseline) -> bool:
+    """True when the component's verified files are exactly as ``baseline`` captured
+    them, by their stat signature (nothing is read). A signature naming its directories
+    is checked by name first; when a directory changed (or the signature predates them),
+    the files are listed, leaving out the interpreter's caches (running the tests by
+    hand adds ``__pycache__`` and so changes ``src/``'s mtime, but no verified file)."""
+    stats = baseline.stats
+    if not stats:
+        return False
+    cid = baseline.component_id
+    if "src/" in stats and _same_by_name(project_dir, cid, stats):
+        return True
+    return _files_only(file_stats(project_dir, cid)) == _files_only(stats)
 
 
 def contract_version(interface: Path) -> int:
@@ -277,7 +318,7 @@ def read_baselines(project_dir: Path) -> dict[str, ArtifactBaseline]:
 def check_drift(baseline: ArtifactBaseline, project_dir: Path) -> list[DriftFinding]:
     """How the component's files differ from ``baseline``, each with its severity."""
     cid = baseline.component_id
-    if baseline.stats and file_stats(project_dir, cid) == baseline.stats:
+    if untouched(project_dir, baseline):
         return []  # not one file touched since it was verified: nothing to hash
     interface, tests, src = _paths(project_dir, cid)
     found: list[DriftFinding] = []
@@ -337,13 +378,35 @@ def detect_drift(baseline: ArtifactBaseline, project_dir: Path) -> list[str]:
     return [str(f) for f in check_drift(baseline, project_dir)]
 
 
+@dataclass(frozen=True)
+class ProjectDrift:
+    """Drift of every component with a baseline, and the components whose verified
+    files were found exactly as captured (every file there, by size and mtime: the
+    other checks of those files, such as that each is present, have nothing to add)."""
+
+    findings: list[DriftFinding]
+    untouched: frozenset[str]
+
+
+def check_project_drift(
+    project_dir: Path, baselines: Mapping[str, ArtifactBaseline] | None = None
+) -> ProjectDrift:
+    """:class:`ProjectDrift` of the project; ``baselines`` as :func:`read_baselines`
+    gives them, when the caller has them."""
+    if baselines is None:
+        baselines = read_baselines(project_dir)
+    findings: list[DriftFinding] = []
+    same: set[str] = set()
+    for cid, baseline in baselines.items():
+        if untouched(project_dir, baseline):
+            same.add(cid)
+        else:
+            findings += check_drift(baseline, project_dir)
+    return ProjectDrift(findings, frozenset(same))
+
+
 def project_drift(
     project_dir: Path, baselines: Mapping[str, ArtifactBaseline] | None = None
 ) -> list[DriftFinding]:
-    """Drift of every component that has a baseline (what status and validate show);
-    ``baselines`` as :func:`read_baselines` gives them, when the caller has them."""
-    if baselines is None:
-        baselines = read_baselines(project_dir)
-    return [
-        finding for baseline in baselines.values() for finding in check_drift(baseline, project_dir)
-    ]
+    """Drift of every component that has a baseline (what status and validate show)."""
+    return check_project_drift(project_dir, baselines).findings

@@ -13,6 +13,7 @@ A component is verified when its baseline is captured. Measured against
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -85,7 +86,7 @@ def check_staleness(
 
 
 def project_staleness(
-    baselines: dict[str, ArtifactBaseline],
+    baselines: Mapping[str, ArtifactBaseline],
     dependencies: dict[str, list[str]],
     staleness_window_days: int,
     *,

@@ -240,3 +240,34 @@ def test_an_edit_is_reported_once_as_drift_not_also_as_an_inconsistency(demo_cop
         "lexer/implement: .pact/implementations/lexer/src/lexer.py differs from the verified "
         "implementation"
     ]
+
+
+def test_status_looks_at_the_files_of_an_untouched_component_once(
+    demo_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drift check's stat signature already shows an untouched component's verified
+    files are all there: the check for missing files skips it, and still finds a file
+    deleted from a touched one (reported as both drift and a missing file)."""
+    from scheduler.commands.statusdoc import gather_status
+
+    checked: list[str] = []
+    real_isfile = os.path.isfile
+
+    def isfile(path: str) -> bool:
+        checked.append(str(path))
+        return real_isfile(path)
+
+    with monkeypatch.context() as m:
+        m.setattr(os.path, "isfile", isfile)
+        _, _, problems, provenance = gather_status(demo_copy)
+    assert problems == [] and provenance.drift == []
+    implementations = str(demo_copy / ".pact" / "implementations")
+    assert not [p for p in checked if p.startswith(implementations)]
+
+    (demo_copy / ".pact/implementations/lexer/src/lexer.py").unlink()
+    _, _, problems, provenance = gather_status(demo_copy)
+    assert [(d.component_id, d.severity) for d in provenance.drift] == [("lexer", "error")]
+    assert problems == [
+        "lexer/implement: marked done but its implementation "
+        ".pact/implementations/lexer/src/lexer.py is missing on disk"
+    ]

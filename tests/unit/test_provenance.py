@@ -27,7 +27,13 @@ from scheduler.provenance import (
     read_artifact_metadata,
     write_artifact_metadata,
 )
-from scheduler.provenance.baseline import ArtifactBaseline, baseline_from_verified, hash_tree
+from scheduler.provenance import baseline as baseline_module
+from scheduler.provenance.baseline import (
+    ArtifactBaseline,
+    baseline_from_verified,
+    hash_tree,
+    untouched,
+)
 from scheduler.provenance.lessons import lessons_key, prior_lessons, publish
 from scheduler.provenance.promotion import GITIGNORE, ensure_gitignore, restore_provenance
 from scheduler.provenance.retrospective import (
@@ -150,7 +156,13 @@ def test_untouched_files_are_not_read_again_and_touched_ones_are_hashed(tmp_path
 
     verified_component(tmp_path)
     baseline = capture_baseline("lexer", tmp_path)
-    assert set(baseline.stats) == {"interface.json", "tests/contract_test.py", "src/lexer.py"}
+    assert set(baseline.stats) == {
+        "interface.json",
+        "tests/",
+        "tests/contract_test.py",
+        "src/",
+        "src/lexer.py",
+    }
     code = tmp_path / ".pact/implementations/lexer/src/lexer.py"
     os.utime(code, ns=(1, 1))  # touched, same bytes: hashed, no drift
     assert check_drift(baseline, tmp_path) == []
@@ -160,6 +172,55 @@ def test_untouched_files_are_not_read_again_and_touched_ones_are_hashed(tmp_path
     code.write_text("X = 1\n")
     (code.parent / "extra.py").write_text("")
     assert [f.artifact for f in check_drift(baseline, tmp_path)] == ["implementation"]
+
+
+def test_an_untouched_component_is_checked_by_name_without_listing_a_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signature names the directories: a clean component costs one stat per file
+    and directory. A file added beside the verified ones changes its directory's
+    mtime, so it is noticed without a listing."""
+    import os
+
+    verified_component(tmp_path)
+    baseline = capture_baseline("lexer", tmp_path)
+    src = tmp_path / ".pact/implementations/lexer/src"
+    with monkeypatch.context() as m:
+        m.setattr(os, "scandir", _no_listing)
+        assert untouched(tmp_path, baseline)
+    extra = src / "extra.py"
+    extra.write_text("X = 1\n")
+    os.utime(src, ns=(1, 1))  # the mtime changed: whatever it was
+    assert not untouched(tmp_path, baseline)
+    extra.unlink()
+    # Interpreter caches change src/'s mtime too; the files are then listed, caches
+    # left out, and the component is still untouched (nothing hashed).
+    (src / "__pycache__").mkdir()
+    with monkeypatch.context() as m:
+        m.setattr(baseline_module, "hash_tree", _no_hashing)
+        assert untouched(tmp_path, baseline)
+        assert check_drift(baseline, tmp_path) == []
+
+
+def test_a_signature_without_directories_is_checked_by_listing(tmp_path: Path) -> None:
+    """Baselines captured before directories were part of the signature still work."""
+    verified_component(tmp_path)
+    captured = capture_baseline("lexer", tmp_path)
+    old = captured.model_copy(
+        update={"stats": {k: v for k, v in captured.stats.items() if not k.endswith("/")}}
+    )
+    assert untouched(tmp_path, old)
+    (tmp_path / ".pact/implementations/lexer/src/extra.py").write_text("")
+    assert not untouched(tmp_path, old)
+    assert [f.artifact for f in check_drift(old, tmp_path)] == ["implementation"]
+
+
+def _no_listing(*args: object) -> object:
+    raise AssertionError("a directory was listed")
+
+
+def _no_hashing(*args: object) -> object:
+    raise AssertionError("a file was hashed")
 
 
 def test_a_deleted_verified_file_is_a_drift_error(tmp_path: Path) -> None:
