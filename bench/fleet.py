@@ -203,6 +203,7 @@ def _fleet_store(project: Any, executor: Any) -> Any:
         TieredBlobStore(
             DirectoryBlobStore(project.artifacts_dir, deferred=True),
             RedisBlobStore(executor.fleet.client),
+            deferred=True,
         )
     )
 

@@ -201,7 +201,9 @@ def open_run(
     settings = load_settings(project.settings_path)
     store = ArtifactStore(
         TieredBlobStore(
-            DirectoryBlobStore(project.artifacts_dir, deferred=True), RedisBlobStore(client)
+            DirectoryBlobStore(project.artifacts_dir, deferred=True),
+            RedisBlobStore(client),
+            deferred=True,
         )
     )
     controller = RunController(

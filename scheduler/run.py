@@ -23,6 +23,7 @@ from pact_workers.models.work import (
     ErrorClass,
     ItemStatus,
     Phase,
+    ResultMessage,
 )
 from scheduler.attempts import new_attempt
 from scheduler.cache import ActionCache
@@ -122,6 +123,7 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
                     self.finish()
                     break
                 results = self.executor.poll(self._poll_timeout())
+                self.prefetch(results)
                 # Stages an attempt reported before its result are logged before it: an
                 # attempt that ran and verified within one turn still shows both.
                 self.report_progress()
@@ -167,6 +169,11 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
     def commit(self) -> None:
         """Make the staged events durable (one fsync), then carry out their effects."""
         self.journal.commit()
+
+    def prefetch(self, results: list[ResultMessage]) -> None:
+        """Fetch the outputs of ``results`` together, before each is handled (a store
+        with a remote tier then makes two round trips for the lot, not two per result)."""
+        self.store.prefetch([r.output for r in results if r.output is not None])
 
     def _make_durable(self) -> None:
         """Before events are committed: what they name is made durable first (blobs the

@@ -65,7 +65,7 @@ from types import FrameType
 
 from redis.exceptions import RedisError
 
-from pact_workers.models.work import ROLE_FOR_PHASE, ItemStatus, Role
+from pact_workers.models.work import ROLE_FOR_PHASE, ItemStatus, ResultMessage, Role
 from scheduler.capacity import FleetCaps
 from scheduler.executors.celery import CeleryFleet
 from scheduler.fairness import Turn, dispatch_in_turns
@@ -226,6 +226,12 @@ class SchedulerService:
         self.intake.take_submissions(room)
         results = self.fleet.read(self.poll_s if self.active else min(self.poll_s, 0.2))
         touched: set[str] = set()
+        by_run: dict[str, list[ResultMessage]] = {}
+        for result in results:
+            by_run.setdefault(result.run_id, []).append(result)
+        for run_id, mine in by_run.items():
+            if run_id in self.active:
+                self.active[run_id].controller.prefetch(mine)
         for result in results:
             run = self.active.get(result.run_id)
             # None: the run was dropped this loop; its result stays for the next owner.

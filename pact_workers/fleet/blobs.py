@@ -47,7 +47,7 @@ class RedisBlobStore:
         Raises:
             ArtifactError: ``data`` is larger than ``max_blob_bytes``.
         """
-        self._check_size(data)
+        self.check_size(data)
         digest = digest_bytes(data)
         self.client.set(keys.artifact(digest), data, nx=True)
         return digest
@@ -55,7 +55,7 @@ class RedisBlobStore:
     def put_blobs(self, blobs: list[bytes]) -> list[str]:
         """Store several blobs in one round trip (a bundle's files and its manifest)."""
         for data in blobs:
-            self._check_size(data)
+            self.check_size(data)
         digests = [digest_bytes(data) for data in blobs]
         pipe = self.client.pipeline(transaction=False)
         for digest, data in zip(digests, blobs, strict=True):
@@ -63,7 +63,7 @@ class RedisBlobStore:
         pipe.execute()
         return digests
 
-    def _check_size(self, data: bytes) -> None:
+    def check_size(self, data: bytes) -> None:
         if len(data) > self.max_blob_bytes:
             raise ArtifactError(
                 f"artifact of {len(data)} bytes is over the limit of {self.max_blob_bytes} "

@@ -2,25 +2,43 @@
 
 The scheduler writes every blob to both (workers read from Redis) and reads
 locally first, so a run's verified artifacts survive Redis losing its data.
+
+A run loop's store is ``deferred``: what it writes goes to Redis at the next
+:meth:`TieredBlobStore.sync`, all in one round trip, together with the local tier's
+durability. The run loop syncs before it commits the events that name the blobs, and
+sends a task only after that commit, so no worker looks for a blob that is not there.
 """
 
 from __future__ import annotations
 
-from pact_workers.artifacts import BlobStore
+from pact_workers.artifacts import BlobStore, digest_bytes
 
 
 class TieredBlobStore:
-    def __init__(self, local: BlobStore, remote: BlobStore) -> None:
+    def __init__(self, local: BlobStore, remote: BlobStore, *, deferred: bool = False) -> None:
         self.local, self.remote = local, remote
+        self.deferred = deferred
+        #: Blobs written locally and not yet to Redis (``deferred``), by digest.
+        self._unsent: dict[str, bytes] = {}
 
     def put_blob(self, data: bytes) -> str:
-        self.local.put_blob(data)
-        return self.remote.put_blob(data)
+        return self.put_blobs([data])[0]
 
     def put_blobs(self, blobs: list[bytes]) -> list[str]:
-        """Several blobs: each locally, and to Redis in one round trip where it can."""
+        """Several blobs: each locally, and to Redis in one round trip where it can (at
+        the next :meth:`sync`, when ``deferred``)."""
+        check = getattr(self.remote, "check_size", None)
         for data in blobs:
+            if check is not None:
+                check(data)  # refused now, not at the sync
             self.local.put_blob(data)
+        if self.deferred:
+            digests = [digest_bytes(data) for data in blobs]
+            self._unsent.update(zip(digests, blobs, strict=True))
+            return digests
+        return self._send(blobs)
+
+    def _send(self, blobs: list[bytes]) -> list[str]:
         put_many = getattr(self.remote, "put_blobs", None)
         if put_many is not None:
             return list(put_many(blobs))
@@ -40,6 +58,23 @@ class TieredBlobStore:
                 found[digest] = data
         return [found[d] for d in digests]
 
+    def fetch(self, digests: list[str]) -> dict[str, bytes]:
+        """Bring the blobs the local tier lacks from Redis, in one round trip; returns
+        those fetched (the others were there already).
+
+        Raises:
+            ArtifactError: one is missing from Redis too, or corrupt there.
+        """
+        missing = [d for d in dict.fromkeys(digests) if not self.local.has_blob(d)]
+        if not missing:
+            return {}
+        get_many = getattr(self.remote, "get_blobs", None)
+        fetched = get_many(missing) if get_many is not None else None
+        got = dict(zip(missing, fetched or [self.remote.get_blob(d) for d in missing], strict=True))
+        for data in got.values():
+            self.local.put_blob(data)
+        return got
+
     def get_blob(self, digest: str) -> bytes:
         if self.local.has_blob(digest):
             return self.local.get_blob(digest)
@@ -57,7 +92,11 @@ class TieredBlobStore:
         return self.local.has_blob(digest) or self.remote.has_blob(digest)
 
     def sync(self) -> None:
-        """Make the local tier's deferred writes durable (Redis keeps its own)."""
+        """Make the local tier's deferred writes durable (Redis keeps its own), and send
+        the blobs Redis does not have yet."""
         sync = getattr(self.local, "sync", None)
         if sync is not None:
             sync()
+        if self._unsent:
+            unsent, self._unsent = self._unsent, {}
+            self._send(list(unsent.values()))

@@ -266,6 +266,7 @@ def drive_run(
             TieredBlobStore(
                 DirectoryBlobStore(project.artifacts_dir, deferred=True),
                 RedisBlobStore(fleet_executor.fleet.client),
+                deferred=True,
             )
         )
         executor = fleet_executor

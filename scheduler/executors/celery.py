@@ -101,35 +101,61 @@ class CeleryFleet:
 
     def flush(self) -> None:
         """Send what was submitted: the fencing tokens and leases of the whole batch in
-        one round trip, then one message per task, then one round trip marking them
-        sent. The audit log already holds each dispatch, so a crash before this point
-        re-dispatches them on recovery."""
+        one round trip, then the messages (one more round trip, see :meth:`_send`), then
+        one round trip marking them sent. The audit log already holds each dispatch, so
+        a crash before this point re-dispatches them on recovery."""
         batch, self._outbox = self._outbox, []
         if not batch:
             return
         self.leases.dispatch_many(batch)
+        self._send(batch)
+        now = time.monotonic()
         for task in batch:
-            role = task.role.value  # the phase's role, or the auditor for an audit
-            self.celery.send_task(
-                TASK_NAMES[role],
-                args=[task.model_dump(mode="json")],
-                queue=QUEUES[role],
-                # One Celery task id per attempt: Flower shows it, and lost() can find
-                # the message among those a worker took (the broker's unacked hash).
-                task_id=task_id(task),
-                # What Flower shows for the arguments: readable, unlike the digests.
-                argsrepr=(
-                    f"run={task.run_id} component={task.component_id} "
-                    f"phase={task.phase.value} attempt={task.attempt}"
-                    + (f" stage={task.stage}" if task.stage != "work" else "")
-                    + (f" {task.variety}" if task.variety else "")
-                ),
-                retry=True,
-                retry_policy=SEND_RETRY_POLICY,
-            )
-            self._in_flight[_lease(task)] = time.monotonic()
+            self._in_flight[_lease(task)] = now
         # A scheduler that adopts the run later knows these need no second dispatch.
         self.leases.mark_sent(batch)
+
+    def _send(self, batch: list[TaskMessage]) -> None:
+        """Publish ``batch``: in one pipeline where kombu batches publishes (5.7 and
+        later), else one message at a time. A batch that fails (the broker restarting)
+        is sent again one message at a time with the retry policy that waits for the
+        broker; a message the failed pipeline had delivered is then sent twice, which
+        is harmless: the two copies are one attempt, and only its first result counts
+        (the done marker)."""
+        if len(batch) > 1:
+            try:
+                with self.celery.producer_or_acquire() as producer:
+                    batching = getattr(producer, "batch", None)
+                    if batching is not None:
+                        with batching(max_size=len(batch)):
+                            for task in batch:
+                                self._publish(task, producer=producer, retry=False)
+                        return
+            except Exception as exc:  # the per-message path then decides
+                log.warning("batched publish failed (%s); sending one at a time", exc)
+        for task in batch:
+            self._publish(task, retry=True)
+
+    def _publish(self, task: TaskMessage, *, retry: bool, producer: Any = None) -> None:
+        role = task.role.value  # the phase's role, or the auditor for an audit
+        self.celery.send_task(
+            TASK_NAMES[role],
+            args=[task.model_dump(mode="json")],
+            queue=QUEUES[role],
+            # One Celery task id per attempt: Flower shows it, and lost() can find the
+            # message among those a worker took (the broker's unacked hash).
+            task_id=task_id(task),
+            # What Flower shows for the arguments: readable, unlike the digests.
+            argsrepr=(
+                f"run={task.run_id} component={task.component_id} "
+                f"phase={task.phase.value} attempt={task.attempt}"
+                + (f" stage={task.stage}" if task.stage != "work" else "")
+                + (f" {task.variety}" if task.variety else "")
+            ),
+            producer=producer,
+            retry=retry,
+            retry_policy=SEND_RETRY_POLICY,
+        )
 
     def withdraw(self, leases: list[Lease]) -> None:
         """Never send the tasks of ``leases`` that are still in the outbox (cancelled in

@@ -157,6 +157,78 @@ def test_a_tiered_store_moves_bundles_in_one_round_trip_and_checks_what_it_reads
         third.get_bundle(digest)
 
 
+def test_a_deferred_tiered_store_sends_what_it_wrote_at_the_sync_in_one_round_trip(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """A run loop's store: writes reach Redis at the sync before the commit that names
+    them (one pipeline for all), are readable locally at once, and an oversized file is
+    refused when it is written, not at the sync."""
+    tiered = TieredBlobStore(
+        DirectoryBlobStore(tmp_path / "a", deferred=True), RedisBlobStore(client), deferred=True
+    )
+    store = ArtifactStore(tiered)
+    first = store.put_bundle({"spec.json": b"{}"})
+    second = store.put_manifest({"x/interface.json": digest_bytes(b"{}")})
+    assert not client.exists(keys.artifact(first)) and not client.exists(keys.artifact(second))
+    assert store.get_bundle(first) == {"spec.json": b"{}"}  # the local tier has it
+    sent: list[int] = []
+    execute = redis.client.Pipeline.execute
+
+    def counted(self: redis.client.Pipeline, *args: object, **kwargs: object) -> object:
+        sent.append(len(self.command_stack))
+        return execute(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(redis.client.Pipeline, "execute", counted)
+        tiered.sync()
+        tiered.sync()  # nothing left to send
+    assert sent == [3]  # spec.json, its manifest, the second manifest: one round trip
+    elsewhere = ArtifactStore(
+        TieredBlobStore(DirectoryBlobStore(tmp_path / "b"), RedisBlobStore(client))
+    )
+    assert elsewhere.get_bundle(second) == {"x/interface.json": b"{}"}
+    with pytest.raises(ArtifactError, match="over the limit"):
+        TieredBlobStore(
+            DirectoryBlobStore(tmp_path / "c"),
+            RedisBlobStore(client, max_blob_bytes=10),
+            deferred=True,
+        ).put_blob(b"x" * 11)
+
+
+def test_prefetching_bundles_fetches_what_the_local_tier_lacks_in_two_round_trips(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """The scheduler fetches the outputs of a turn's results together: every manifest
+    in one MGET, every file in a second, then reads them locally."""
+    workers = ArtifactStore(
+        TieredBlobStore(DirectoryBlobStore(tmp_path / "w"), RedisBlobStore(client))
+    )
+    outputs = [workers.put_bundle({f"src/m{i}.py": f"X = {i}\n".encode()}) for i in range(5)]
+    here = ArtifactStore(
+        TieredBlobStore(DirectoryBlobStore(tmp_path / "s"), RedisBlobStore(client))
+    )
+    calls: list[int] = []
+    mget = redis.Redis.mget
+
+    def counted(self: redis.Redis, keys_: list[str], *args: str) -> object:
+        calls.append(len(keys_))
+        return mget(self, keys_, *args)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(redis.Redis, "mget", counted)
+        here.prefetch(outputs)
+        assert calls == [5, 5]
+        bundles = [here.get_bundle(d) for d in outputs]
+        here.prefetch(outputs)  # all local now: no round trip
+    assert calls == [5, 5]
+    assert bundles[3] == {"src/m3.py": b"X = 3\n"}
+    # A bundle Redis never had is left for the read that needs it to report.
+    missing = digest_bytes(b"never stored")
+    here.prefetch([missing])
+    with pytest.raises(ArtifactError, match="missing from the Redis artifact store"):
+        here.get_bundle(missing)
+
+
 # ---------------------------------------------------------------------------- results
 
 
