@@ -185,6 +185,7 @@ def whole_path_items(broker: str, items: int, capacity: int) -> float:
             while any(controller.state.items[k].status.value != "done" for k in wanted):
                 controller.dispatch_ready()
                 results = executor.poll(0.2)
+                controller.prefetch(results)
                 for result in results:
                     controller.handle(result)
                 controller.tick(had_results=bool(results))

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -53,16 +54,20 @@ class ArtifactStore:
     """Bundles on top of any :class:`BlobStore`.
 
     Manifests are immutable (named by their digest), so parsed ones are kept in a
-    small cache: the scheduler reads the same contracts' manifests for every
-    dependent it dispatches.
+    cache: the scheduler reads the same contracts' and implementations' manifests for
+    every dependent it dispatches (a parent's closure names every component under it).
+    The cache is bounded by the paths it holds, not by the manifests: most manifests
+    are a file or two, so a run of 10,000 components keeps every output's manifest
+    (a few MB), while a few merged ones of thousands of paths cannot crowd it.
     """
 
-    #: Parsed manifests kept.
-    MANIFEST_CACHE = 4096
+    #: Paths of parsed manifests kept (least recently used manifests go first).
+    MANIFEST_CACHE_PATHS = 1 << 17
 
     def __init__(self, blobs: BlobStore) -> None:
         self.blobs = blobs
         self._manifests: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._cached_paths = 0
         self._lock = threading.Lock()
 
     def put_bundle(self, files: Mapping[str, bytes]) -> str:
@@ -126,11 +131,16 @@ class ArtifactStore:
             assert isinstance(files, dict)
         except (ValueError, KeyError, AssertionError, TypeError) as exc:
             raise ArtifactError(f"bundle {digest}: not a bundle manifest") from exc
-        manifest = {safe_relpath(p): d for p, d in files.items()}
+        # Interned: the same digests recur across the manifests the cache holds.
+        manifest = {safe_relpath(p): sys.intern(str(d)) for p, d in files.items()}
+        if len(manifest) > self.MANIFEST_CACHE_PATHS // 8:
+            return manifest  # one merged closure must not empty the cache
         with self._lock:
-            self._manifests[digest] = manifest
-            if len(self._manifests) > self.MANIFEST_CACHE:
-                self._manifests.popitem(last=False)
+            if digest not in self._manifests:
+                self._manifests[digest] = manifest
+                self._cached_paths += len(manifest) + 1
+            while self._cached_paths > self.MANIFEST_CACHE_PATHS and self._manifests:
+                self._cached_paths -= len(self._manifests.popitem(last=False)[1]) + 1
         return manifest
 
     def prefetch(self, bundles: list[str]) -> None:

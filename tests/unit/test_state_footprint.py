@@ -235,3 +235,23 @@ def test_the_lessons_store_keeps_the_newest_runs_lessons_only(
     assert set(record) == {"run_id", "generated_at", "lessons"}
     carried = store.prior_lessons(tmp_path / "project", "k")
     assert carried[0] == f"l{store.KEPT_RUNS + 4:02d}" and len(carried) == store.MAX_CARRIED
+
+
+def test_the_manifest_cache_is_bounded_by_paths_and_keeps_small_manifests() -> None:
+    """Bounded by the paths it holds: many one-file manifests stay (the outputs a large
+    run's closures read again and again); the least recently used go first; a merged
+    manifest too large to be worth keeping is parsed but not cached."""
+    store = ArtifactStore(MemoryBlobStore())
+    store.MANIFEST_CACHE_PATHS = 64
+    small = [store.put_bundle({f"src/m{i}.py": str(i).encode()}) for i in range(40)]
+    for digest in small:
+        store.get_manifest(digest)
+    assert store._cached_paths <= 64
+    kept = [d for d in small if d in store._manifests]
+    assert kept == small[-32:]  # two paths each (file + manifest): the newest 32
+    big = store.put_bundle({f"src/b{i}.py": str(i).encode() for i in range(20)})
+    assert len(store.get_manifest(big)) == 20
+    assert big not in store._manifests and [d for d in small if d in store._manifests] == kept
+    # Every cached path is counted once, however often it is read.
+    store.get_manifest(kept[0])
+    assert store._cached_paths == sum(len(m) + 1 for m in store._manifests.values())
