@@ -146,12 +146,13 @@ def fleet_items(broker: str, items: int) -> float:
         fleet.close()
 
 
-def whole_path_items(broker: str, items: int, capacity: int) -> float:
+def whole_path_items(broker: str, items: int, capacity: int, where: str) -> float:
     """The whole path: a real run (RunController: audit log with group commit, state,
     ready set, inputs, promotion) over the fleet, driving the contracts and the test
     suites of a flat tree of ``items // 2`` components (phased, so that it stops before
-    any implementation, whose verification runs pytest). Returns the seconds from the
-    first dispatch to the last test suite accepted."""
+    any implementation, whose verification runs pytest), in a new project under
+    ``where`` (left there: see main). Returns the seconds from the first dispatch to
+    the last test suite accepted."""
     from pact_workers.models.tree import tree_from_data
     from scheduler.executors.celery import CeleryExecutor
     from scheduler.launch import start_run
@@ -169,30 +170,29 @@ def whole_path_items(broker: str, items: int, capacity: int) -> float:
     data = {"root_id": "root", "nodes": nodes}
     tree = tree_from_data(data, "<bench>")
     settings = Settings(scheduling="phased", cache="off")
-    with tempfile.TemporaryDirectory(prefix="bench-whole-") as tmp:
-        project = ProjectDir(Path(tmp))
-        run_id = start_run(
-            project, tree, tree_bytes=json.dumps(data).encode(), settings=settings, agent="noop"
-        )
-        executor = CeleryExecutor.single_run(broker, run_id, capacity=capacity)
-        controller = RunController(
-            project, executor=executor, store=_fleet_store(project, executor), settings=settings
-        )
-        wanted = {f"{cid}/{phase}" for cid in nodes for phase in ("contract", "test")}
-        controller.open()
-        try:
-            started = time.perf_counter()
-            while any(controller.state.items[k].status.value != "done" for k in wanted):
-                controller.dispatch_ready()
-                results = executor.poll(0.2)
-                controller.prefetch(results)
-                for result in results:
-                    controller.handle(result)
-                controller.tick(had_results=bool(results))
-            return time.perf_counter() - started
-        finally:
-            controller.close()
-            executor.close()
+    project = ProjectDir(Path(tempfile.mkdtemp(prefix="whole-", dir=where)))
+    run_id = start_run(
+        project, tree, tree_bytes=json.dumps(data).encode(), settings=settings, agent="noop"
+    )
+    executor = CeleryExecutor.single_run(broker, run_id, capacity=capacity)
+    controller = RunController(
+        project, executor=executor, store=_fleet_store(project, executor), settings=settings
+    )
+    wanted = {f"{cid}/{phase}" for cid in nodes for phase in ("contract", "test")}
+    controller.open()
+    try:
+        started = time.perf_counter()
+        while any(controller.state.items[k].status.value != "done" for k in wanted):
+            controller.dispatch_ready()
+            results = executor.poll(0.2)
+            controller.prefetch(results)
+            for result in results:
+                controller.handle(result)
+            controller.tick(had_results=bool(results))
+        return time.perf_counter() - started
+    finally:
+        controller.close()
+        executor.close()
 
 
 def _fleet_store(project: Any, executor: Any) -> Any:
@@ -291,10 +291,19 @@ def main(argv: list[str] | None = None) -> int:
             fleet_runs: list[float] = []
             plain_runs: list[float] = []
             whole_runs: list[float] = []
-            for _ in range(args.rounds):
-                fleet_runs.append(fleet_items(broker, args.items))
-                plain_runs.append(plain_items(broker, args.items))
-                whole_runs.append(whole_path_items(broker, args.items, 4 * args.concurrency))
+            # The whole path's projects are removed only at the end: on ext4 without a
+            # journal, creating files is slow for minutes after a removal of many
+            # (see bench/scale.py), which would slow each round more than the last.
+            projects = tempfile.mkdtemp(prefix="bench-whole-")
+            try:
+                for _ in range(args.rounds):
+                    fleet_runs.append(fleet_items(broker, args.items))
+                    plain_runs.append(plain_items(broker, args.items))
+                    whole_runs.append(
+                        whole_path_items(broker, args.items, 4 * args.concurrency, projects)
+                    )
+            finally:
+                shutil.rmtree(projects, ignore_errors=True)
     fleet_s, plain_s = statistics.median(fleet_runs), statistics.median(plain_runs)
     whole_s = statistics.median(whole_runs)
     whole_items = 2 * (max(1, args.items // 2 - 1) + 1)
