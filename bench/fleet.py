@@ -188,7 +188,8 @@ def whole_path_items(broker: str, items: int, capacity: int, where: str) -> floa
             controller.prefetch(results)
             for result in results:
                 controller.handle(result)
-            controller.tick(had_results=bool(results))
+            controller.tick(had_results=bool(results), commit=False)
+        controller.commit()
         return time.perf_counter() - started
     finally:
         controller.close()

@@ -116,7 +116,10 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
         self.open()
         try:
             while self.wants_more() and not self.stopping():
+                # One commit per turn: the last turn's results and checks with the
+                # dispatches they made ready (each acted on only once on disk).
                 self.dispatch_ready()
+                self.journal.snapshot_now_and_then()
                 if not self.state.in_flight():
                     if self._wait_for_retries():
                         continue
@@ -129,7 +132,7 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
                 self.report_progress()
                 for result in results:
                     self.handle(result)
-                self.tick(had_results=bool(results))
+                self.tick(had_results=bool(results), commit=False)
             self.commit()
             return self.state
         finally:
@@ -209,10 +212,12 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
             self.state.status is RunStatus.PAUSED and bool(self.state.in_flight())
         )
 
-    def tick(self, *, had_results: bool) -> None:
-        """Commit the results handled so far, then leases, lost workers and systemic
-        detection; commit again, and a snapshot now and then."""
-        self.commit()
+    def tick(self, *, had_results: bool, commit: bool = True) -> None:
+        """After the results of a turn: cancels, reviews, leases, lost workers and
+        systemic detection; then (``commit``) commit all of it with the results, and a
+        snapshot now and then. The checks read the folded state, which holds what was
+        staged, so one commit serves both; ``commit=False`` leaves it to the caller's
+        next commit (the single-run loop's dispatch, one sync per turn)."""
         self.take_cancel()  # pact cancel (scheduler.lifecycle.cancelling)
         self._take_reviews()  # pact approve/reject --broker (scheduler.gates.fleet)
         self._renew_leases()
@@ -222,8 +227,9 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
             self._detect_systemic()
         # Running / verifying as workers report them (after the verdicts on results).
         self.report_progress()
-        self.commit()
-        self.journal.snapshot_now_and_then()
+        if commit:
+            self.commit()
+            self.journal.snapshot_now_and_then()
 
     def settle(self) -> bool:
         """When nothing is in flight or waiting for a retry, end the run; True if it ended."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,11 @@ class CeleryFleet:
         self._stages: dict[str, dict[tuple[str, Phase, int], str]] = defaultdict(dict)
         #: How long a taken message may go unclaimed before its attempt counts as lost.
         self.claim_grace_s = claim_grace_s
+        #: Per run, how often the leases (and requests left in Redis) are read: a busy
+        #: loop turns many times a second, and a lost worker needs noticing within a
+        #: lease TTL, not within a turn.
+        self.check_every_s = min(1.0, lease_ttl_s / 4)
+        self._checked: dict[tuple[str, str], float] = {}
 
     def stream_of(self, run_id: str) -> str:
         """Where the results of ``run_id``'s attempts are published."""
@@ -202,9 +208,21 @@ class CeleryFleet:
             self._in_flight.setdefault(lease, time.monotonic())
             self._adopted.add(lease)
 
+    def due(self, run_id: str, what: str) -> bool:
+        """True when ``what`` (a check of ``run_id`` that reads Redis) was last done at
+        least :attr:`check_every_s` ago, and marks it done now."""
+        now = time.monotonic()
+        if now - self._checked.get((run_id, what), -math.inf) < self.check_every_s:
+            return False
+        self._checked[(run_id, what)] = now
+        return True
+
     def alive(self, run_id: str) -> list[tuple[str, Phase, int]]:
-        """Attempts a worker is running (a ``queued`` lease is no sign of life)."""
+        """Attempts a worker is running (a ``queued`` lease is no sign of life); read
+        from the leases at most every :attr:`check_every_s` (empty in between)."""
         mine = [k for k in self._in_flight if k[0] == run_id]
+        if not mine or not self.due(run_id, "alive"):
+            return []
         states = self.leases.states([(r, c, p.value, a) for r, c, p, a in mine])
         alive = []
         for r, c, p, a in mine:
@@ -223,9 +241,10 @@ class CeleryFleet:
 
     def lost(self, run_id: str) -> list[tuple[str, Phase, int]]:
         """Attempts of ``run_id`` with neither a lease nor a done marker (the worker died),
-        and adopted attempts still queued (see :meth:`adopt`); each reported once."""
+        and adopted attempts still queued (see :meth:`adopt`); each reported once. Read
+        at most every :attr:`check_every_s` (empty in between)."""
         mine = [k for k in self._in_flight if k[0] == run_id]
-        if not mine:
+        if not mine or not self.due(run_id, "lost"):
             return []
         states = self.leases.states([(r, c, p.value, a) for r, c, p, a in mine])
         pipe = self.client.pipeline(transaction=False)
@@ -277,6 +296,8 @@ class CeleryFleet:
             self._taken_since.pop(lease, None)
         for key in [k for k in self._entries if k.startswith(f"{run_id}:")]:
             del self._entries[key]
+        for check in [k for k in self._checked if k[0] == run_id]:
+            del self._checked[check]
         if self.stream is None:
             stream = keys.run_results(run_id)
             self.results.detach(stream)
@@ -341,9 +362,12 @@ class CeleryExecutor:
             self.fleet.close()
 
     def cancel_request(self) -> CancelRequest | None:
-        """A ``pact cancel --broker`` request left for this run, taken as it is read."""
+        """A ``pact cancel --broker`` request left for this run, taken as it is read
+        (looked for at most every ``check_every_s``)."""
         from scheduler.lifecycle.cancel import parse_request
 
+        if not self.fleet.due(self.run_id, "cancel"):
+            return None
         raw = self.fleet.client.getdel(keys.cancel_request(self.run_id))
         return parse_request(raw) if isinstance(raw, bytes) else None
 
