@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pact_workers.errors import ArtifactError
-from pact_workers.files import atomic_write, sync_filesystem
+from pact_workers.files import atomic_write, deferred_sync
 from pact_workers.sandbox.base import safe_relpath
 
 Bundle = dict[str, bytes]
@@ -209,9 +209,9 @@ class DirectoryBlobStore:
         self._root = str(self.root)
         self._known: set[str] = set()
         #: Write blobs without an fsync each; :meth:`sync` makes them durable at once
-        #: (the run loop calls it before it commits events that name them).
+        #: (the run loop calls it before it commits events that name them), with one
+        #: sync of the file system (``files.deferred_sync``).
         self.deferred = deferred
-        self._unsynced = False
 
     def _path(self, digest: str) -> str:
         algo, _, hexd = digest.partition(":")
@@ -226,7 +226,8 @@ class DirectoryBlobStore:
         path = self._path(digest)
         if not os.path.exists(path):
             atomic_write(path, data, fsync=not self.deferred)
-            self._unsynced = self._unsynced or self.deferred
+            if self.deferred:
+                deferred_sync.wrote(self._root)
         self._remember(digest)
         return digest
 
@@ -236,10 +237,9 @@ class DirectoryBlobStore:
         self._known.add(digest)
 
     def sync(self) -> None:
-        """Make every blob written so far durable (one file-system sync)."""
-        if self._unsynced:
-            self._unsynced = False
-            sync_filesystem(self.root)
+        """Make every blob written so far durable: one sync of each file system that
+        deferred writes of this process went to (the project's promoted files too)."""
+        deferred_sync.sync()
 
     def get_blob(self, digest: str) -> bytes:
         path = self._path(digest)

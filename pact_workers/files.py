@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import itertools
 import os
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -54,6 +55,46 @@ def _create_temporary(path: Path | str) -> tuple[int, str]:
         except FileExistsError:
             continue  # a leftover of an earlier process with the same pid
     raise FileExistsError(f"{path}: no free temporary name beside it")
+
+
+class DeferredSync:
+    """Writes whose durability waits for one sync of their file system.
+
+    Each writer that skips its fsyncs calls :meth:`wrote` after writing under a
+    directory of its own; :meth:`sync` then syncs each file system written to, once
+    however many writers wrote to it (a run's blobs and its promoted files share one)
+    and only if something was written since. Thread-safe: a writer marks after its
+    write completes, so whatever a sync's snapshot of the marks misses was either
+    written before it (and is synced by it) or is marked for the next one.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: Per file system (st_dev): a directory on it that was written to.
+        self._dirty: dict[int, str] = {}
+        self._devices: dict[str, int] = {}
+
+    def wrote(self, directory: str) -> None:
+        device = self._devices.get(directory)
+        if device is None:
+            if len(self._devices) >= 1024:  # a long-lived process: many runs' roots
+                self._devices.clear()
+            device = self._devices[directory] = os.stat(directory).st_dev
+        with self._lock:
+            self._dirty.setdefault(device, directory)
+
+    def pending(self) -> bool:
+        return bool(self._dirty)
+
+    def sync(self) -> None:
+        with self._lock:
+            dirty, self._dirty = self._dirty, {}
+        for directory in dirty.values():
+            sync_filesystem(Path(directory))
+
+
+#: The process's deferred writes (the run loop syncs them before each commit).
+deferred_sync = DeferredSync()
 
 
 def sync_filesystem(path: Path) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import RunDirError
-from pact_workers.files import atomic_write, sync_filesystem
+from pact_workers.files import atomic_write, deferred_sync
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import Phase
 from pact_workers.sandbox.base import safe_relpath
@@ -51,10 +51,9 @@ class ProjectDir:
         self.artifacts_dir = self.pact / "artifacts"
         self.contracts_dir = self.pact / "contracts"
         self.implementations_dir = self.pact / "implementations"
+        self._root = str(self.root)
         self._contracts = str(self.contracts_dir)
         self._implementations = str(self.implementations_dir)
-        #: Files promoted since the last :meth:`sync` (not yet durable).
-        self._unsynced = False
 
     def has_run(self) -> bool:
         return self.audit_path.exists()
@@ -78,10 +77,9 @@ class ProjectDir:
         atomic_write(self.state_path, snapshot_bytes(state, self.audit_path, log_offset))
 
     def sync(self) -> None:
-        """Make every file promoted so far durable (one file-system sync, if any)."""
-        if self._unsynced:
-            self._unsynced = False
-            sync_filesystem(self.root)
+        """Make every file promoted so far durable: one sync of each file system that
+        deferred writes went to (the run's blobs too, when they share it)."""
+        deferred_sync.sync()
 
     def read_state(self) -> RunState:
         try:
@@ -129,11 +127,11 @@ class ProjectDir:
         Durable at the next :meth:`sync`.
         """
         written: list[str] = []
-        self._unsynced = True
         if phase is Phase.CONTRACT:
             target = self.contracts_dir / component_id / "interface.json"
             atomic_write(target, files["interface.json"], fsync=False)
             written.append(target.relative_to(self.root).as_posix())
+            deferred_sync.wrote(self._root)
             return written
         prefix = "tests/" if phase is Phase.TEST else "src/"
         root = str(self.root)
@@ -168,6 +166,7 @@ class ProjectDir:
             data = test_results.model_dump_json(indent=2).encode() + b"\n"
             atomic_write(results_path, data, fsync=False)
             written.append(os.path.relpath(results_path, root))
+        deferred_sync.wrote(self._root)
         return written
 
     def sweep_staging(self) -> None:

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from bench.trees import synthetic_tree
-from pact_workers import artifacts, files
+from pact_workers import files
 from pact_workers.models.tree import tree_from_data
 from pact_workers.models.work import ItemStatus, Phase
-from scheduler import project as project_module
 from scheduler.audit import AuditLog
 from scheduler.executors.simulated import SimulatedExecutor, VirtualClock
 from scheduler.launch import start_run
@@ -61,6 +60,8 @@ def test_promoted_files_are_synced_before_the_commit_that_says_they_were_promote
     def commit(self: AuditLog) -> None:
         promoted = sum(b'"artifacts_promoted"' in line for line in self._staged)
         trace.extend(["commit-promoted"] * promoted)
+        if self._staged:
+            trace.append("commit")
         real_commit(self)
 
     in_promote = [False]
@@ -77,8 +78,7 @@ def test_promoted_files_are_synced_before_the_commit_that_says_they_were_promote
         assert not in_promote[0], "promotion fsyncs a file"
         real_fsync(fd)
 
-    monkeypatch.setattr(project_module, "sync_filesystem", sync)
-    monkeypatch.setattr(artifacts, "sync_filesystem", sync)
+    monkeypatch.setattr(files, "sync_filesystem", sync)
     monkeypatch.setattr(AuditLog, "commit", commit)
     monkeypatch.setattr(ProjectDir, "promote", promote)
     monkeypatch.setattr(os, "fsync", fsync)
@@ -97,12 +97,13 @@ def test_promoted_files_are_synced_before_the_commit_that_says_they_were_promote
             synced = False
         elif step == "sync":
             synced = True
-        else:
+        elif step == "commit-promoted":
             assert synced, "a promotion was committed before its files were synced"
             pending -= 1
     assert pending == 0
-    # One sync per commit at most per store and project, not one per file.
-    assert trace.count("sync") <= 2 * len({i for i, s in enumerate(trace) if s != "promote"})
+    # One sync per commit at most (the blobs and the project share a file system),
+    # not one per file.
+    assert trace.count("sync") <= trace.count("commit")
 
 
 class _Crash(Exception):
@@ -162,3 +163,22 @@ def _promoted_in_log(project: ProjectDir, component_id: str) -> bool:
         ):
             return True
     return False
+
+
+def test_deferred_writes_are_synced_once_per_file_system_and_only_when_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[str] = []
+    monkeypatch.setattr(files, "sync_filesystem", lambda path: synced.append(str(path)))
+    deferred = files.DeferredSync()
+    deferred.sync()
+    assert synced == []  # nothing written: no sync
+    (tmp_path / "blobs").mkdir()
+    (tmp_path / "project").mkdir()
+    deferred.wrote(str(tmp_path / "blobs"))
+    deferred.wrote(str(tmp_path / "project"))  # the same file system
+    assert deferred.pending()
+    deferred.sync()
+    assert synced == [str(tmp_path / "blobs")] and not deferred.pending()
+    deferred.sync()
+    assert len(synced) == 1
