@@ -146,13 +146,15 @@ def fleet_items(broker: str, items: int) -> float:
         fleet.close()
 
 
-def whole_path_items(broker: str, items: int, capacity: int, where: str) -> float:
+def whole_path_items(broker: str, items: int, capacity: int, where: str) -> tuple[float, float]:
     """The whole path: a real run (RunController: audit log with group commit, state,
     ready set, inputs, promotion) over the fleet, driving the contracts and the test
     suites of a flat tree of ``items // 2`` components (phased, so that it stops before
     any implementation, whose verification runs pytest), in a new project under
     ``where`` (left there: see main). Returns the seconds from the first dispatch to
-    the last test suite accepted."""
+    the last test suite accepted, and the CPU seconds (user + system) this process,
+    the scheduler, spent meanwhile: less noisy than the wall time, which depends on
+    how the machine shares its cores between the scheduler, the workers and Redis."""
     from pact_workers.models.tree import tree_from_data
     from scheduler.executors.celery import CeleryExecutor
     from scheduler.launch import start_run
@@ -181,7 +183,7 @@ def whole_path_items(broker: str, items: int, capacity: int, where: str) -> floa
     wanted = {f"{cid}/{phase}" for cid in nodes for phase in ("contract", "test")}
     controller.open()
     try:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         while any(controller.state.items[k].status.value != "done" for k in wanted):
             controller.dispatch_ready()
             results = executor.poll(0.2)
@@ -190,7 +192,7 @@ def whole_path_items(broker: str, items: int, capacity: int, where: str) -> floa
                 controller.handle(result)
             controller.tick(had_results=bool(results), commit=False)
         controller.commit()
-        return time.perf_counter() - started
+        return time.perf_counter() - started, time.process_time() - cpu
     finally:
         controller.close()
         executor.close()
@@ -292,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             fleet_runs: list[float] = []
             plain_runs: list[float] = []
             whole_runs: list[float] = []
+            whole_cpu: list[float] = []
             # The whole path's projects are removed only at the end: on ext4 without a
             # journal, creating files is slow for minutes after a removal of many
             # (see bench/scale.py), which would slow each round more than the last.
@@ -300,9 +303,9 @@ def main(argv: list[str] | None = None) -> int:
                 for _ in range(args.rounds):
                     fleet_runs.append(fleet_items(broker, args.items))
                     plain_runs.append(plain_items(broker, args.items))
-                    whole_runs.append(
-                        whole_path_items(broker, args.items, 4 * args.concurrency, projects)
-                    )
+                    wall, cpu = whole_path_items(broker, args.items, 4 * args.concurrency, projects)
+                    whole_runs.append(wall)
+                    whole_cpu.append(cpu)
             finally:
                 shutil.rmtree(projects, ignore_errors=True)
     fleet_s, plain_s = statistics.median(fleet_runs), statistics.median(plain_runs)
@@ -330,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
         "scheduler_bookkeeping_ms_per_item": round(books_s / args.items * 1000, 3),
         "whole_path_items": whole_items,
         "whole_path_s_each": [round(x, 3) for x in whole_runs],
+        "whole_path_scheduler_cpu_ms_per_item": round(
+            statistics.median(whole_cpu) / whole_items * 1000, 3
+        ),
         "whole_path_items_per_s": round(whole_items / whole_s, 1),
         "whole_path_overhead_ms_per_item": round(
             whole_s / whole_items * args.concurrency * 1000, 2
