@@ -91,6 +91,8 @@ class CeleryFleet:
         #: lease TTL, not within a turn.
         self.check_every_s = min(1.0, lease_ttl_s / 4)
         self._checked: dict[tuple[str, str], float] = {}
+        #: Role queues this process has declared to the broker (see :meth:`_publish`).
+        self._declared: set[str] = set()
 
     def stream_of(self, run_id: str) -> str:
         """Where the results of ``run_id``'s attempts are published."""
@@ -139,15 +141,22 @@ class CeleryFleet:
                         return
             except Exception as exc:  # the per-message path then decides
                 log.warning("batched publish failed (%s); sending one at a time", exc)
+                self._declared.clear()  # the broker may have restarted: declare again
         for task in batch:
             self._publish(task, retry=True)
 
     def _publish(self, task: TaskMessage, *, retry: bool, producer: Any = None) -> None:
+        """Send one task message. Its queue is declared with the first message this
+        process sends to it (Celery declares it with every message otherwise, which
+        costs a copy of the queue each time, and the declaration stays: the workers
+        declare their queues too, and the fleet's Redis persists)."""
         role = task.role.value  # the phase's role, or the auditor for an audit
+        queue = QUEUES[role]
         self.celery.send_task(
             TASK_NAMES[role],
             args=[task.model_dump(mode="json")],
-            queue=QUEUES[role],
+            queue=queue,
+            **({"declare": []} if queue in self._declared else {}),
             # One Celery task id per attempt: Flower shows it, and lost() can find the
             # message among those a worker took (the broker's unacked hash).
             task_id=task_id(task),
@@ -162,6 +171,7 @@ class CeleryFleet:
             retry=retry,
             retry_policy=SEND_RETRY_POLICY,
         )
+        self._declared.add(queue)
 
     def withdraw(self, leases: list[Lease]) -> None:
         """Never send the tasks of ``leases`` that are still in the outbox (cancelled in

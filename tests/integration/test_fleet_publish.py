@@ -83,3 +83,27 @@ def test_a_batch_that_cannot_be_sent_goes_one_message_at_a_time(
         fleet.flush()
     assert "batched publish failed" in caplog.text
     assert queued_ids(redis_url) == sorted(task_id(t) for t in sent)
+
+
+def test_a_queue_is_declared_with_its_first_message_only(
+    fleet: CeleryFleet, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first message to a role queue declares it (on an empty Redis: without the
+    declaration the message would be routed nowhere); later ones do not again."""
+    declared: list[str] = []
+    real = Producer.maybe_declare
+
+    def counted(self: Producer, entity: object, *args: object, **kwargs: object) -> object:
+        declared.append(str(getattr(entity, "name", entity)))
+        return real(self, entity, *args, **kwargs)
+
+    monkeypatch.setattr(Producer, "maybe_declare", counted)
+    first, second = tasks(6)[:3], tasks(6)[3:]
+    for task in first:
+        fleet.submit(task)
+    fleet.flush()
+    for task in second:
+        fleet.submit(task)
+    fleet.flush()
+    assert declared == [QUEUES["contract_author"]]
+    assert queued_ids(redis_url) == sorted(task_id(t) for t in first + second)
