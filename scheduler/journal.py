@@ -79,6 +79,14 @@ class RunJournal:
         for effect in effects:
             effect()
 
+    def commit_all(self) -> None:
+        """Commit, and again while the effects staged events of their own (a promotion
+        records itself): what a loop does last, so that nothing acted on is left
+        staged, and the final snapshot, written only with nothing staged, is written."""
+        self.commit()
+        while self.audit.staged:
+            self.commit()
+
     def snapshot(self, *, every: int = 0, every_s: float = 0.0) -> None:
         """Write state.json when ``every`` events or ``every_s`` seconds have passed since
         the last one (both 0: now). Only a state with nothing staged is written."""

@@ -133,7 +133,7 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
                 for result in results:
                     self.handle(result)
                 self.tick(had_results=bool(results), commit=False)
-            self.commit()
+            self.journal.commit_all()
             return self.state
         finally:
             self.close()
