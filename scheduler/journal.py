@@ -89,8 +89,11 @@ class RunJournal:
 
     def snapshot(self, *, every: int = 0, every_s: float = 0.0) -> None:
         """Write state.json when ``every`` events or ``every_s`` seconds have passed since
-        the last one (both 0: now). Only a state with nothing staged is written."""
-        if self.audit.staged:
+        the last one (both 0: now, and only with nothing staged). A snapshot marks the
+        log it covers, so only a state with nothing staged is written: a periodic one
+        that falls due while the effects of the last commit have staged their records
+        (promotions do, after every commit with a success) commits those first."""
+        if self.audit.staged and not (every or every_s):
             return
         # Wall-clock time, not the run's clock: a simulated run's clock leaps ahead.
         now = time.monotonic()
@@ -100,6 +103,8 @@ class RunJournal:
         )
         if not due or (every and self.state.last_seq == self._snapshot_seq):
             return
+        if self.audit.staged:
+            self.commit_all()
         self.project.write_state(self.state, log_offset=self.audit.size)
         self._snapshot_seq = self.state.last_seq
         self._snapshot_at = time.monotonic()

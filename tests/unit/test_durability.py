@@ -182,3 +182,27 @@ def test_deferred_writes_are_synced_once_per_file_system_and_only_when_written(
     assert synced == [str(tmp_path / "blobs")] and not deferred.pending()
     deferred.sync()
     assert len(synced) == 1
+
+
+def test_periodic_snapshots_are_written_and_cover_exactly_the_committed_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After each commit with a success, promotions stage their records: a periodic
+    snapshot that falls due then commits them first, so snapshots are still written
+    during a run, each of a state that is exactly the log on disk."""
+    from scheduler import journal
+
+    monkeypatch.setattr(journal, "SNAPSHOT_EVERY_EVENTS", 1)
+    written: list[int] = []
+    real = ProjectDir.write_state
+
+    def write_state(self: ProjectDir, state: Any, **kwargs: Any) -> None:
+        on_disk = self.audit_path.read_bytes().splitlines()
+        assert json.loads(on_disk[-1])["seq"] == state.last_seq
+        written.append(state.last_seq)
+        real(self, state, **kwargs)
+
+    monkeypatch.setattr(ProjectDir, "write_state", write_state)
+    _, state = _drive(tmp_path / "run", components=40)
+    # Every run-size of events (120 items here), besides the first and the last.
+    assert len(written) >= 4 and written[-1] == state.last_seq
