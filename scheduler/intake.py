@@ -28,7 +28,7 @@ from scheduler.cache import RedisActionCache
 from scheduler.executors.celery import CeleryExecutor, CeleryFleet
 from scheduler.journal import Listener
 from scheduler.launch import start_run
-from scheduler.ownership import RunLeases
+from scheduler.ownership import LeaseLost, RunLeases
 from scheduler.project import ProjectDir
 from scheduler.registry import Submission, SubmissionQueue, get_run, update_run
 from scheduler.run import RunController
@@ -135,7 +135,12 @@ class Intake:
             return  # another service is creating it; that one acknowledges the entry
         project = ProjectDir(self.runs_dir / sub.run_id)
         try:
-            create_run(project, sub)
+            create_run(project, sub, fence=lambda: self.leases.check(sub.run_id, token))
+        except LeaseLost as exc:
+            # This service stalled while it created the run, and another took it over
+            # (the submission is that one's to acknowledge).
+            log.warning("run %s given up while being created: %s", sub.run_id, exc)
+            return
         except PactError as exc:
             log.error("run %s (%s) rejected: %s", sub.run_id, sub.name, exc)
             update_run(self.client, sub.run_id, state="rejected", reason=str(exc))
@@ -160,9 +165,11 @@ class Intake:
             self.leases.release(sub.run_id, token)
 
 
-def create_run(project: ProjectDir, sub: Submission) -> None:
+def create_run(
+    project: ProjectDir, sub: Submission, *, fence: Callable[[], None] | None = None
+) -> None:
     """Create the run of ``sub`` in ``project`` unless a service already did (and died
-    before it could say so)."""
+    before it could say so); ``fence`` as for :func:`start_run`."""
     if project.has_run():
         return
     project.root.mkdir(parents=True, exist_ok=True)
@@ -177,6 +184,7 @@ def create_run(project: ProjectDir, sub: Submission) -> None:
         agent_options=sub.agent_options,
         sandbox=sub.sandbox,
         run_id=sub.run_id,
+        fence=fence,
     )
 
 

@@ -7,6 +7,7 @@ is how every reader sees a run (from the audit log, never from state.json).
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 
 from pact_workers.errors import RunDirError
 from pact_workers.models.tree import DecompositionTree
@@ -33,8 +34,15 @@ def start_run(
     agent_options: dict[str, str] | None = None,
     sandbox: str = "",
     run_id: str | None = None,
+    fence: Callable[[], None] | None = None,
 ) -> str:
-    """Create the run directory and log ``run_started``; the tree is already validated."""
+    """Create the run directory and log ``run_started``; the tree is already validated.
+
+    ``fence`` (a scheduler service's lease on the run) is checked before the log is
+    written and when the first snapshot cannot be: a service frozen while it created
+    the run may find that another took the run over meanwhile (and swept the
+    snapshot's temporary file), and then raises the fence's error instead.
+    """
     if project.has_run():
         raise RunDirError(
             f"{project.root}: already holds a run; use `pact status` or `pact resume`, "
@@ -43,7 +51,7 @@ def start_run(
     run_id = run_id or new_run_id()
     project.tree_path.parent.mkdir(parents=True, exist_ok=True)
     project.tree_path.write_bytes(tree_bytes)
-    with AuditLog(project.audit_path) as audit:
+    with AuditLog(project.audit_path, fence=fence) as audit:
         event = audit.append(
             RunStarted(
                 run_id=run_id,
@@ -54,7 +62,12 @@ def start_run(
                 sandbox=sandbox,
             )
         )
-    project.write_state(fold([event]))
+    try:
+        project.write_state(fold([event]))
+    except FileNotFoundError:
+        if fence is not None:
+            fence()  # taken over meanwhile: the fence says so
+        raise
     return run_id
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -378,3 +379,54 @@ def test_an_adopted_attempt_whose_message_was_sent_is_not_dispatched_again(
     leases.claim(tasks[1], "w1")
     leases.mark_sent(tasks[1:])
     assert client.get(keys.lease("r1", "unsent", Phase.CONTRACT, 1)) == b"running:w1"
+
+
+def test_a_service_stalled_while_creating_a_run_gives_it_up_to_the_one_that_took_it(
+    client: redis.Redis, example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service that froze between logging ``run_started`` and writing the first
+    snapshot finds, when it wakes, its lease gone and the snapshot's temporary file
+    swept by the service that took the run over: it gives the run up (no crash, no
+    acknowledgement, no rejection) and the other drives it."""
+    from scheduler.intake import Intake
+    from scheduler.registry import SubmissionQueue, get_run, queue_submissions
+
+    tree = example / "tree.json"
+    (entry,) = queue_submissions(client, [(tree, tree.read_text())])
+    run_id = entry.run_id
+    runs_dir = tmp_path / "runs"
+    opened: list[str] = []
+
+    def intake(name: str) -> Intake:
+        return Intake(
+            client=client,
+            leases=RunLeases(client, name, TTL_S),
+            submissions=SubmissionQueue(client, name, claim_idle_s=0.2),
+            runs_dir=runs_dir,
+            retry_after_s=1.0,
+            scan_every_s=0.0,
+            clock=time.time,
+            open_run=lambda rid, token: opened.append(f"{name}:{rid}"),
+        )
+
+    stalled, other = intake("host:1:aaaaaa"), intake("host:2:bbbbbb")
+    real_write = ProjectDir.write_state
+
+    def freeze_then_find_it_swept(self: ProjectDir, state: Any, **kwargs: Any) -> None:
+        # Frozen past the TTL: the lease goes, the other service claims the submission,
+        # opens the run (sweeping temporary files) and takes a lease of its own.
+        monkeypatch.setattr(ProjectDir, "write_state", real_write)
+        expire_now(client, run_id)
+        time.sleep(0.3)  # the submission idles past its claim time
+        other.take_submissions(1)
+        raise FileNotFoundError(2, "No such file or directory", ".state.json.tmp")
+
+    monkeypatch.setattr(ProjectDir, "write_state", freeze_then_find_it_swept)
+    stalled.take_submissions(1)  # must not raise
+
+    assert opened == [f"host:2:bbbbbb:{run_id}"]
+    found = get_run(client, run_id)
+    assert found is not None and found.state == "active"
+    assert lease_holders(client, [run_id])[run_id] is not None
+    assert lease_holders(client, [run_id])[run_id].scheduler_id == "host:2:bbbbbb"
+    assert stalled.submissions.take(5) == [] and other.submissions.take(5) == []
