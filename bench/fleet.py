@@ -181,10 +181,17 @@ def whole_path_items(broker: str, items: int, capacity: int, where: str) -> tupl
         project, executor=executor, store=_fleet_store(project, executor), settings=settings
     )
     wanted = {f"{cid}/{phase}" for cid in nodes for phase in ("contract", "test")}
+    ended = ("failed", "poisoned", "cancelled", "suspended")
     controller.open()
     try:
         started, cpu = time.perf_counter(), time.process_time()
         while any(controller.state.items[k].status.value != "done" for k in wanted):
+            stuck = [k for k in wanted if controller.state.items[k].status.value in ended]
+            if stuck or controller.state.status.value != "active":
+                raise SystemExit(
+                    f"whole path: run {controller.state.status.value}, "
+                    f"{len(stuck)} items cannot finish ({', '.join(sorted(stuck)[:5])})"
+                )
             controller.dispatch_ready()
             results = executor.poll(0.2)
             controller.prefetch(results)

@@ -1,0 +1,109 @@
+"""The benchmarks in ``bench/`` at a small size, run as a user runs them: each
+completes and reports what it counts. The figures a benchmark measures (time, CPU)
+are never asserted; what it counts (items, agent calls, cache hits) is, exactly."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import DOCKER_GROUP, REPO
+
+pytestmark = pytest.mark.slow
+
+
+def bench(script: str, *args: str, timeout_s: float = 240.0) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, f"bench/{script} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_scale_bench_runs_each_size_to_completion_and_reads_its_status(tmp_path: Path) -> None:
+    found = bench("scale.py", "--sizes", "30", "100", "--dir", str(tmp_path))
+    rows = found["rows"]
+    assert [row["components"] for row in rows] == [30, 100]
+    for row in rows:
+        # Three items per component (branching 10: no component is left without a
+        # parent's integrate), every one done, status read with and without drift.
+        assert row["items"] == 3 * row["components"]
+        assert row["completed"] and row["status_ok"], row
+        assert row["baselines"] == row["components"]
+        assert row["cpu_ms_per_item"] > 0 and row["core_us_per_event"] > 0
+        assert row["state_json_mb"] > 0 and row["log_mb"] > 0
+    assert math.isfinite(rows[1]["growth_exponent"])
+    # Its projects are removed when every size is measured.
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.redis
+@pytest.mark.timeout(300)
+def test_fleet_bench_pushes_the_items_through_the_fleet_plain_celery_and_a_real_run(
+    redis_url: str,
+) -> None:
+    found = bench("fleet.py", "--items", "40", "--rounds", "2", "--broker", redis_url)
+    assert found["items"] == 40 and found["rounds"] == 2
+    for key in ("fleet_s_each", "plain_celery_s_each", "whole_path_s_each"):
+        assert len(found[key]) == 2 and all(s > 0 for s in found[key]), key
+    # The whole path: a flat tree of items/2 components (root included), contract
+    # and test suite each, driven to the end by the run loop over the fleet.
+    assert found["whole_path_items"] == 40
+    assert found["whole_path_scheduler_cpu_ms_per_item"] > 0
+    for key in ("overhead_ratio", "whole_path_ratio"):
+        assert math.isfinite(found[key]) and found[key] > 0, key
+
+
+def test_cache_bench_asks_the_agent_only_for_what_earlier_trees_did_not_cover() -> None:
+    trees, components, shared = 3, 10, 0.8
+    found = bench(
+        "cache.py",
+        *("--trees", str(trees), "--components", str(components), "--shared", str(shared)),
+        *("--latency-s", "0.01"),
+    )
+    items = trees * components * 3
+    own = components - found["shared_components"]
+    assert found["shared_components"] == round(shared * components)
+    # The first tree asks for every item; each later one for its own components only.
+    expected_calls = components * 3 + (trees - 1) * own * 3
+    results = found["results"]
+    assert results["off"]["agent_calls"] == items and results["off"]["hits"] == 0
+    for mode in ("verify", "trust"):
+        row = results[mode]
+        assert row["completed"] == trees and row["items"] == items
+        assert row["agent_calls"] == expected_calls, (mode, row)
+        assert row["hits"] == items - expected_calls
+        # What the hits saved is what the uncached run spent on those items.
+        assert row["cost_usd"] + row["saved_usd"] == pytest.approx(results["off"]["cost_usd"])
+
+
+@DOCKER_GROUP
+@pytest.mark.docker
+@pytest.mark.timeout(300)
+def test_sandbox_bench_verifies_the_same_suite_every_way(
+    docker_sandbox_ready: None,
+) -> None:
+    found = bench("sandbox.py", "--runs", "1")
+    assert set(found["median_s"]) == {"docker_sandbox", "docker_cp", "docker_bind", "local"}
+    assert all(value > 0 for value in found["median_s"].values())
+    assert found["sandbox_over_docker_cp"] > 0
+
+
+@pytest.fixture
+def docker_sandbox_ready() -> None:
+    """The Docker engine and the sandbox image (built when missing), or skip/fail."""
+    from tests.integration.test_sandbox_contract import docker_sandbox
+
+    with docker_sandbox():
+        pass
