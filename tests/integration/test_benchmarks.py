@@ -1,9 +1,11 @@
 """The benchmarks in ``bench/`` at a small size, run as a user runs them: each
 completes and reports what it counts. The figures a benchmark measures (time, CPU)
-are never asserted; what it counts (items, agent calls, cache hits) is, exactly."""
+are never asserted; what it counts (items, agent calls, cache hits) or computes on a
+virtual clock (makespans and their bounds) is."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import subprocess
@@ -46,6 +48,26 @@ def test_scale_bench_runs_each_size_to_completion_and_reads_its_status(tmp_path:
     assert math.isfinite(rows[1]["growth_exponent"])
     # Its projects are removed when every size is measured.
     assert list(tmp_path.iterdir()) == []
+
+
+def test_scheduling_bench_completes_both_modes_and_no_makespan_beats_its_bound() -> None:
+    found = bench("scheduling.py", "--workers", "2", "8", "--seeds", "1", "--trees", "2")
+    stigmergy, generated = found["stigmergy"]["runs"], found["generated"]["runs"]
+    assert [(r["workers"], r["seed"]) for r in stigmergy] == [(2, 1), (8, 1)]
+    assert len(generated) == 2 * 2
+    for run in stigmergy + generated:
+        assert run["completed"], run
+        # Makespans are virtual, so these hold up to rounding: the bounds are ordered,
+        # and no schedule (either mode, or the clairvoyant one) beats the tightest.
+        order = ["critical_path_s", "lower_bound_s", "floor_s", "tail_bound_s"]
+        for lower, upper in itertools.pairwise(order):
+            assert at_most(run[lower], run[upper]), (lower, upper, run)
+        for schedule in ("phased_s", "wavefront_s", "clairvoyant_s"):
+            assert at_most(run["tail_bound_s"], run[schedule]), (schedule, run)
+
+
+def at_most(a: float, b: float) -> bool:
+    return a <= b * (1 + 1e-9)
 
 
 @pytest.mark.redis
