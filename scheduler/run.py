@@ -121,7 +121,9 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
                 self.dispatch_ready()
                 self.journal.snapshot_now_and_then()
                 if not self.state.in_flight():
-                    if self._wait_for_retries():
+                    # A retry may have fallen due since the dispatch above looked at
+                    # the clock: it is ready now, not stuck.
+                    if self._wait_for_retries() or self.ready():
                         continue
                     self.finish()
                     break
