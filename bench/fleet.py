@@ -156,7 +156,7 @@ def whole_path_items(broker: str, items: int, capacity: int, where: str) -> tupl
     the scheduler, spent meanwhile: less noisy than the wall time, which depends on
     how the machine shares its cores between the scheduler, the workers and Redis."""
     from pact_workers.models.tree import tree_from_data
-    from scheduler.executors.celery import CeleryExecutor
+    from scheduler.executors.celery_executor import CeleryExecutor
     from scheduler.launch import start_run
     from scheduler.project import ProjectDir
     from scheduler.run import RunController

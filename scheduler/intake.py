@@ -25,7 +25,8 @@ from pact_workers.fleet.tiered import TieredBlobStore
 from pact_workers.models.tree import load_tree
 from scheduler.audit import is_driven
 from scheduler.cache import RedisActionCache
-from scheduler.executors.celery import CeleryExecutor, CeleryFleet
+from scheduler.executors.celery import CeleryFleet
+from scheduler.executors.celery_executor import CeleryExecutor
 from scheduler.journal import Listener
 from scheduler.launch import start_run
 from scheduler.ownership import LeaseLost, RunLeases

@@ -254,7 +254,7 @@ def drive_run(
         from pact_workers.fleet.blobs import RedisBlobStore
         from pact_workers.fleet.tiered import TieredBlobStore
         from scheduler.cache import RedisActionCache
-        from scheduler.executors.celery import CeleryExecutor
+        from scheduler.executors.celery_executor import CeleryExecutor
 
         assert broker_url is not None
         opened = load_state(project)[0]

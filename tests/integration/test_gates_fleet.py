@@ -18,7 +18,7 @@ import redis
 from pact_workers.fleet import keys
 from scheduler.audit import is_driven, read_events
 from scheduler.events import ItemDispatched
-from scheduler.executors.celery import CeleryExecutor
+from scheduler.executors.celery_executor import CeleryExecutor
 from scheduler.gates.events import ReviewDecided, ReviewRequested
 from scheduler.gates.fleet import (
     ReviewRequest,

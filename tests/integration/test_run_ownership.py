@@ -20,7 +20,8 @@ from pact_workers.models.tree import load_tree
 from pact_workers.models.work import ErrorClass, Phase, ResultMessage, TaskMessage
 from scheduler.audit import read_events
 from scheduler.capacity import FleetCaps, live_schedulers, runs_in_flight
-from scheduler.executors.celery import CeleryExecutor, CeleryFleet
+from scheduler.executors.celery import CeleryFleet
+from scheduler.executors.celery_executor import CeleryExecutor
 from scheduler.launch import start_run
 from scheduler.ownership import Holder, LeaseLost, RunLeases, lease_holders
 from scheduler.project import ProjectDir
