@@ -18,7 +18,6 @@ the worker, because its attempt is no longer the current one.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -33,6 +32,7 @@ from pact_workers.fleet.connection import check_redis_url, redis_from_url
 from pact_workers.fleet.leases import QUEUED, RUNNING, SENT, VERIFY_SUFFIX, Leases
 from pact_workers.fleet.results import ResultStreams
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
+from scheduler.executors.messages import queued_task_ids, taken_task_ids
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,12 @@ class CeleryFleet:
         self._outbox: list[TaskMessage] = []
         self._adopted: set[Lease] = set()
         self._taken_since: dict[Lease, float] = {}
+        #: The role queue each attempt's message went to (unknown for adopted ones).
+        self._queue_of: dict[Lease, str] = {}
+        #: Since when each sent attempt's message has been found nowhere on the broker.
+        self._missing_since: dict[Lease, float] = {}
+        #: Per run: when its suspects' queues were last read (see :meth:`_nowhere`).
+        self._scanned_at: dict[str, float] = {}
         #: Per run: the stage each running attempt's lease reported (see :meth:`stages`).
         self._stages: dict[str, dict[tuple[str, Phase, int], str]] = defaultdict(dict)
         #: How long a taken message may go unclaimed before its attempt counts as lost.
@@ -118,6 +124,7 @@ class CeleryFleet:
         now = time.monotonic()
         for task in batch:
             self._in_flight[_lease(task)] = now
+            self._queue_of[_lease(task)] = QUEUES[task.role.value]
         # A scheduler that adopts the run later knows these need no second dispatch.
         self.leases.mark_sent(batch)
 
@@ -200,7 +207,7 @@ class CeleryFleet:
     def ack(self, result: ResultMessage) -> None:
         for stream, entry_id in self._entries.pop(result.idempotency_key, []):
             self._acked[stream].append(entry_id)
-        self._in_flight.pop(_lease(result), None)
+        self._forget_attempt(_lease(result))
 
     def flush_acks(self) -> None:
         acked, self._acked = self._acked, defaultdict(list)
@@ -249,7 +256,9 @@ class CeleryFleet:
 
     def lost(self, run_id: str) -> list[tuple[str, Phase, int]]:
         """Attempts of ``run_id`` with neither a lease nor a done marker (the worker died),
-        and adopted attempts still queued (see :meth:`adopt`); each reported once. Read
+        adopted attempts still queued (see :meth:`adopt`), attempts whose message a
+        worker took but never claimed, and sent attempts whose message is nowhere on
+        the broker (see :mod:`scheduler.executors.messages`); each reported once. Read
         at most every :attr:`check_every_s` (empty in between)."""
         mine = [k for k in self._in_flight if k[0] == run_id]
         if not mine or not self.due(run_id, "lost"):
@@ -259,13 +268,15 @@ class CeleryFleet:
         for r, c, p, a in mine:
             pipe.exists(keys.done(r, c, p.value, a))
         done = pipe.execute()
-        waiting = [k for k in mine if states.get((k[0], k[1], k[2].value, k[3])) in (QUEUED, SENT)]
-        taken = self._taken_task_ids() if waiting else set()
+        state_of = {k: states.get((k[0], k[1], k[2].value, k[3])) for k in mine}
+        waiting = [k for k in mine if state_of[k] in (QUEUED, SENT)]
+        taken = taken_task_ids(self.client) if waiting else set()
         now = time.monotonic()
+        nowhere = self._nowhere(run_id, [k for k in waiting if state_of[k] == SENT], taken, now)
         gone = []
         for lease, finished in zip(mine, done, strict=True):
-            r, c, p, a = lease
-            state = states.get((r, c, p.value, a))
+            c, p, a = lease[1:]
+            state = state_of[lease]
             unsent = lease in self._adopted and state == QUEUED
             self._adopted.discard(lease)
             # A worker took the message (it is in the broker's unacked hash) but never
@@ -276,22 +287,43 @@ class CeleryFleet:
             else:
                 self._taken_since.pop(lease, None)
                 unclaimed = False
-            if (state is None and not finished) or unsent or unclaimed:
-                self._in_flight.pop(lease, None)
-                self._taken_since.pop(lease, None)
+            if lease not in nowhere:
+                self._missing_since.pop(lease, None)
+            vanished = now - nowhere.get(lease, now) > self.claim_grace_s
+            if (state is None and not finished) or unsent or unclaimed or vanished:
+                self._forget_attempt(lease)
                 gone.append((c, p, a))
         return gone
 
-    def _taken_task_ids(self) -> set[str]:
-        """Task ids of the messages workers have taken and not acknowledged (kombu keeps
-        them in the ``unacked`` hash of the broker database; see fleet.keys)."""
-        ids = set()
-        for raw in self.client.hvals("unacked"):
-            try:
-                ids.add(str(json.loads(raw)[0]["headers"]["id"]))
-            except (ValueError, LookupError, TypeError):
-                continue
-        return ids
+    def _nowhere(
+        self, run_id: str, sent: list[Lease], taken: set[str], now: float
+    ) -> dict[Lease, float]:
+        """Since when each attempt of ``sent`` (lease ``sent``) that no worker took has
+        had its message nowhere: not taken, not on its queue. Only attempts sent at
+        least :attr:`claim_grace_s` ago are looked for, and the queues read at most
+        every quarter of it (in between, what the last look found stands)."""
+        suspects = [
+            k
+            for k in sent
+            if task_id_of(k) not in taken and now - self._in_flight[k] >= self.claim_grace_s
+        ]
+        if suspects and now - self._scanned_at.get(run_id, -math.inf) >= self.claim_grace_s / 4:
+            self._scanned_at[run_id] = now
+            every = list(QUEUES.values())
+            where = {k: [self._queue_of[k]] if k in self._queue_of else every for k in suspects}
+            queued, unread = queued_task_ids(self.client, {q for qs in where.values() for q in qs})
+            for lease in suspects:
+                if task_id_of(lease) in queued or unread.intersection(where[lease]):
+                    self._missing_since.pop(lease, None)
+                else:
+                    self._missing_since.setdefault(lease, now)
+        return {k: self._missing_since[k] for k in suspects if k in self._missing_since}
+
+    def _forget_attempt(self, lease: Lease) -> None:
+        self._in_flight.pop(lease, None)
+        self._taken_since.pop(lease, None)
+        self._missing_since.pop(lease, None)
+        self._queue_of.pop(lease, None)
 
     def forget_run(self, run_id: str, *, finished: bool = False) -> None:
         """Stop watching ``run_id``: its attempts, and (unless one stream serves every
@@ -299,13 +331,13 @@ class CeleryFleet:
         next owner. ``finished``: the run ended; its stream expires after a day (late
         duplicates land there, and nobody reads them)."""
         for lease in [k for k in self._in_flight if k[0] == run_id]:
-            self._in_flight.pop(lease, None)
+            self._forget_attempt(lease)
             self._adopted.discard(lease)
-            self._taken_since.pop(lease, None)
         for key in [k for k in self._entries if k.startswith(f"{run_id}:")]:
             del self._entries[key]
         for check in [k for k in self._checked if k[0] == run_id]:
             del self._checked[check]
+        self._scanned_at.pop(run_id, None)
         if self.stream is None:
             stream = keys.run_results(run_id)
             self.results.detach(stream)

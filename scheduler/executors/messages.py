@@ -1,0 +1,75 @@
+"""Where a sent task message is on the broker: waiting on its role queue, taken by a
+worker (the ``unacked`` hash of kombu's Redis transport), or nowhere.
+
+Nowhere happens: a worker pops a message from its queue, and Redis goes away before
+the worker records it as taken; the worker then fails to put it back ("Restoring
+unacknowledged messages" needs the Redis that is gone) and the message is lost, while
+the attempt's lease still says ``sent``, which waits for a worker for a day. The
+scheduler finds such attempts by looking for their messages (see
+:meth:`scheduler.executors.celery.CeleryFleet.lost`).
+
+Reading a queue costs one ``LLEN`` and, for a queue no longer than
+:data:`QUEUE_SCAN_LIMIT`, one ``LRANGE``; a longer queue is not read (a message lost
+from it is found once the queue has drained that far).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import redis
+
+#: The longest queue whose messages are read to look for an attempt's.
+QUEUE_SCAN_LIMIT = 500
+
+
+def _task_id(message: object) -> str | None:
+    try:
+        return str(message["headers"]["id"])  # type: ignore[index]
+    except (LookupError, TypeError):
+        return None
+
+
+def taken_task_ids(client: redis.Redis) -> set[str]:
+    """Task ids of the messages workers have taken and not acknowledged."""
+    ids = set()
+    for raw in client.hvals("unacked"):
+        try:
+            found = _task_id(json.loads(raw)[0])
+        except (ValueError, LookupError, TypeError):
+            continue
+        if found is not None:
+            ids.add(found)
+    return ids
+
+
+def queued_task_ids(
+    client: redis.Redis, queues: Iterable[str], *, limit: int | None = None
+) -> tuple[set[str], set[str]]:
+    """Task ids of the messages waiting on ``queues``, and the queues not read (longer
+    than ``limit``): a message may be waiting on those. Each queue's length and
+    contents are read together (MULTI), so a queue that grows meanwhile cannot push
+    its oldest messages out of what is read. ``limit``: :data:`QUEUE_SCAN_LIMIT`."""
+    limit = QUEUE_SCAN_LIMIT if limit is None else limit
+    names = sorted(set(queues))
+    pipe = client.pipeline(transaction=True)
+    for name in names:
+        pipe.llen(name)
+        pipe.lrange(name, 0, limit - 1)
+    replies = pipe.execute() if names else []
+    ids: set[str] = set()
+    unread: set[str] = set()
+    for i, name in enumerate(names):
+        length, raws = replies[2 * i], replies[2 * i + 1]
+        if length > limit:
+            unread.add(name)
+            continue
+        for raw in raws:
+            try:
+                found = _task_id(json.loads(raw))
+            except ValueError:
+                continue
+            if found is not None:
+                ids.add(found)
+    return ids, unread

@@ -1,0 +1,107 @@
+"""Task messages lost from the broker, against a real redis-server: a sent attempt
+whose message is neither on its queue nor taken by a worker is reported lost (the
+run loop then dispatches a new attempt), one whose message waits is not, and a
+queue too long to read is not taken for proof of anything."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from pact_workers.app import QUEUES
+from pact_workers.fleet import redis_from_url
+from pact_workers.models.work import Phase, TaskMessage
+from scheduler.executors import messages
+from scheduler.executors.celery import CeleryFleet, task_id
+
+pytestmark = [pytest.mark.redis, pytest.mark.timeout(60)]
+
+GRACE_S = 0.4
+QUEUE = QUEUES["contract_author"]
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    with redis_from_url(redis_url) as c:
+        yield c
+
+
+@pytest.fixture
+def fleet(redis_url: str) -> Iterator[CeleryFleet]:
+    # A short lease TTL reads leases every 0.1 s; a short grace reports within a second.
+    f = CeleryFleet(redis_url, lease_ttl_s=0.4, claim_grace_s=GRACE_S)
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+def send(fleet: CeleryFleet, *components: str) -> list[TaskMessage]:
+    tasks = [
+        TaskMessage(run_id="r1", component_id=c, phase=Phase.CONTRACT, attempt=1, agent="noop")
+        for c in components
+    ]
+    for task in tasks:
+        fleet.submit(task)
+    fleet.flush()
+    return tasks
+
+
+def lose(client: redis.Redis, task: TaskMessage) -> None:
+    """Take ``task``'s message off its queue, as a worker that popped it and then
+    lost Redis before recording it as taken."""
+    for raw in client.lrange(QUEUE, 0, -1):
+        if json.loads(raw)["headers"]["id"] == task_id(task):
+            assert client.lrem(QUEUE, 1, raw) == 1
+            return
+    raise AssertionError(f"{task_id(task)} is not on {QUEUE}")
+
+
+def reported(fleet: CeleryFleet, within_s: float) -> list[tuple[str, Phase, int]]:
+    found: list[tuple[str, Phase, int]] = []
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        found += fleet.lost("r1")
+        time.sleep(0.05)
+    return found
+
+
+def test_a_sent_attempt_whose_message_is_nowhere_is_reported_lost_once(
+    client: redis.Redis, fleet: CeleryFleet
+) -> None:
+    _, gone = send(fleet, "waits", "gone")
+    lose(client, gone)
+    # Not before the grace twice over (sent that long ago, missing that long).
+    assert reported(fleet, GRACE_S) == []
+    assert reported(fleet, 6 * GRACE_S) == [("gone", Phase.CONTRACT, 1)]
+    # The one still waiting on its queue is never reported, however long it waits.
+    assert reported(fleet, 4 * GRACE_S) == []
+    assert client.llen(QUEUE) == 1
+
+
+def test_a_message_found_again_is_not_reported(client: redis.Redis, fleet: CeleryFleet) -> None:
+    (task,) = send(fleet, "back")
+    raw = next(iter(client.lrange(QUEUE, 0, -1)))
+    lose(client, task)
+    assert reported(fleet, 1.5 * GRACE_S) == []  # seen missing, not yet for the grace
+    client.lpush(QUEUE, raw)  # a worker put it back after reconnecting
+    assert reported(fleet, 6 * GRACE_S) == []
+
+
+def test_a_queue_too_long_to_read_proves_nothing_until_it_drains(
+    client: redis.Redis, fleet: CeleryFleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(messages, "QUEUE_SCAN_LIMIT", 1)
+    first, second, _ = send(fleet, "first", "second", "third")
+    lose(client, first)  # two still wait: longer than the limit, so not read
+    assert reported(fleet, 6 * GRACE_S) == []
+    lose(client, second)  # one waits: read, and the two lost ones are missing from it
+    assert sorted(reported(fleet, 6 * GRACE_S)) == [
+        ("first", Phase.CONTRACT, 1),
+        ("second", Phase.CONTRACT, 1),
+    ]
+    assert reported(fleet, 2 * GRACE_S) == []
