@@ -105,7 +105,9 @@ last part.
 Celery's, on the broker database (not ours: never edit them by hand)::
 
     pact.<role>                         list    a task queue per role (pact.code_author...);
-                                                priority queues add a \\x06\\x16<n> suffix
+                                                priority queues add a \\x06\\x16<n> suffix;
+                                                the scheduler reads the task ids of a short
+                                                one to find attempts whose message is lost
     unacked                             hash    delivery tag -> message a worker has taken
                                                 but not acknowledged (acks_late); the
                                                 scheduler reads the task ids (one per
