@@ -15,13 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pact_workers.errors import InputError, RunDirError
 from scheduler.commands.rundir import check_run_dir
 from scheduler.project import ProjectDir
-from scheduler.provenance.baseline import (
-    ArtifactBaseline,
-    DriftFinding,
-    ProjectDrift,
-    check_project_drift,
-    read_baselines,
-)
+from scheduler.provenance.baseline import ArtifactBaseline, read_baselines
+from scheduler.provenance.drift import DriftFinding, ProjectDrift, check_project_drift
 from scheduler.provenance.retrospective import (
     RunRetrospective,
     generate_retrospective,

@@ -16,7 +16,8 @@ from scheduler.commands.rundir import check_run_dir
 from scheduler.gates.report import gates_report
 from scheduler.pactimport.report import import_json
 from scheduler.project import ProjectDir
-from scheduler.provenance.baseline import check_project_drift, read_baselines
+from scheduler.provenance.baseline import read_baselines
+from scheduler.provenance.drift import check_project_drift
 from scheduler.regression.report import regressions_report
 from scheduler.report import poisoned_items, summary_rows
 from scheduler.state import RunState

@@ -29,7 +29,7 @@ from scheduler.audit import read_events
 from scheduler.commands.rundir import check_run_dir
 from scheduler.events import ContractChecked, RunStarted
 from scheduler.project import ProjectDir
-from scheduler.provenance.baseline import DriftFinding, project_drift
+from scheduler.provenance.drift import DriftFinding, project_drift
 from scheduler.settings import load_settings
 from scheduler.validation import (
     ContractCheck,

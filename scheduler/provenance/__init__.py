@@ -31,13 +31,10 @@ from __future__ import annotations
 from scheduler.provenance.baseline import (
     ArtifactBaseline,
     BaselineError,
-    DriftFinding,
     capture_baseline,
-    check_drift,
-    detect_drift,
-    project_drift,
     read_baseline,
 )
+from scheduler.provenance.drift import DriftFinding, check_drift, detect_drift, project_drift
 from scheduler.provenance.metadata import (
     ArtifactMetadata,
     read_artifact_metadata,

@@ -1,9 +1,10 @@
-"""Artifact baselines and drift (6.2): what was verified, and how the disk differs now.
+"""Artifact baselines (6.2): what was verified.
 
 A baseline is captured when a component's implementation (or composition) is promoted,
 and only when the harness's tests all passed: it holds the SHA-256 of the contract, of
 the test suite and of the implementation as they were verified, and the contract's
-version. ``pact status`` and ``pact validate`` compare the disk against it:
+version, and the stat signature of its files. ``pact status`` and ``pact validate``
+compare the disk against it (:mod:`scheduler.provenance.drift`):
 
 - the contract changed but the tests did not: an **error** (the tests no longer check
   what the contract says);
@@ -21,7 +22,6 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -62,27 +62,13 @@ class ArtifactBaseline(BaseModel):
     stats: dict[str, tuple[int, int]] = Field(default_factory=dict)
 
 
-class DriftFinding(BaseModel):
-    """One way a component's files differ from what was verified."""
-
-    model_config = ConfigDict(frozen=True)
-
-    component_id: str
-    artifact: Artifact
-    severity: Severity
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.severity}: {self.message}"
-
-
-def _paths(project_dir: Path, component_id: str) -> tuple[Path, Path, Path]:
+def artifact_paths(project_dir: Path, component_id: str) -> tuple[Path, Path, Path]:
     interface, tests, src = _path_strs(project_dir, component_id)
     return Path(interface), Path(tests), Path(src)
 
 
 def _path_strs(project_dir: Path, component_id: str) -> tuple[str, str, str]:
-    """:func:`_paths` as plain strings (what a pass over every component uses)."""
+    """:func:`artifact_paths` as plain strings (what a pass over every component uses)."""
     pact = os.path.join(project_dir, ".pact")
     contract_dir = os.path.join(pact, "contracts", component_id)
     return (
@@ -221,7 +207,7 @@ def capture_baseline(component_id: str, project_dir: Path) -> ArtifactBaseline:
         BaselineError: the component's verified test results are missing, or not every
             test passed: a baseline records only verified work.
     """
-    interface, tests, src = _paths(project_dir, component_id)
+    interface, tests, src = artifact_paths(project_dir, component_id)
     results_path = src.parent / "test_results.json"
     try:
         results = TestResults.model_validate_json(results_path.read_bytes())
@@ -313,100 +299,3 @@ def read_baselines(project_dir: Path) -> dict[str, ArtifactBaseline]:
             if baseline is not None:
                 found[baseline.component_id] = baseline
     return found
-
-
-def check_drift(baseline: ArtifactBaseline, project_dir: Path) -> list[DriftFinding]:
-    """How the component's files differ from ``baseline``, each with its severity."""
-    cid = baseline.component_id
-    if untouched(project_dir, baseline):
-        return []  # not one file touched since it was verified: nothing to hash
-    interface, tests, src = _paths(project_dir, cid)
-    found: list[DriftFinding] = []
-
-    def add(artifact: Artifact, sev: Severity, msg: str) -> None:
-        found.append(DriftFinding(component_id=cid, artifact=artifact, severity=sev, message=msg))
-
-    contract_now = hash_file(interface)
-    tests_now = hash_tree(tests)
-    impl_now = hash_tree(src)
-    contract_changed = contract_now != baseline.contract_hash
-    tests_changed = tests_now != baseline.test_hash
-    present: tuple[tuple[Artifact, Path, str], ...] = (
-        ("contract", interface, contract_now),
-        ("tests", tests, tests_now),
-        ("implementation", src, impl_now),
-    )
-    for artifact, path, now in present:
-        if not now:
-            add(artifact, "error", f"{cid}: verified {artifact} is missing ({path.name})")
-    if contract_changed and contract_now and not tests_changed:
-        add(
-            "contract",
-            "error",
-            f"{cid}: contract changed (hash mismatch) but its tests were not updated; "
-            "re-run the test phase (`pact resume DIR --from-phase contract`)",
-        )
-    elif tests_changed and tests_now:
-        changed = "contract and tests" if contract_changed else "tests"
-        add("tests", "warning", f"{cid}: {changed} changed since verification; re-verify")
-    if impl_now and impl_now != baseline.impl_hash:
-        version_now = contract_version(interface)
-        if version_now == baseline.contract_version:
-            add(
-                "implementation",
-                "warning",
-                f"{cid}: implementation changed (hash mismatch) but contract version "
-                f"unchanged ({version_now})",
-            )
-        else:
-            add(
-                "implementation",
-                "warning",
-                f"{cid}: implementation changed with the contract version "
-                f"{baseline.contract_version} -> {version_now}; re-verify it",
-            )
-    return found
-
-
-def detect_drift(baseline: ArtifactBaseline, project_dir: Path) -> list[str]:
-    """Compare current file hashes against baseline.
-
-    Returns:
-        One description per drift, led by its severity, e.g. ``"warning: c:
-        implementation changed (hash mismatch) but contract version unchanged (1)"``.
-    """
-    return [str(f) for f in check_drift(baseline, project_dir)]
-
-
-@dataclass(frozen=True)
-class ProjectDrift:
-    """Drift of every component with a baseline, and the components whose verified
-    files were found exactly as captured (every file there, by size and mtime: the
-    other checks of those files, such as that each is present, have nothing to add)."""
-
-    findings: list[DriftFinding]
-    untouched: frozenset[str]
-
-
-def check_project_drift(
-    project_dir: Path, baselines: Mapping[str, ArtifactBaseline] | None = None
-) -> ProjectDrift:
-    """:class:`ProjectDrift` of the project; ``baselines`` as :func:`read_baselines`
-    gives them, when the caller has them."""
-    if baselines is None:
-        baselines = read_baselines(project_dir)
-    findings: list[DriftFinding] = []
-    same: set[str] = set()
-    for cid, baseline in baselines.items():
-        if untouched(project_dir, baseline):
-            same.add(cid)
-        else:
-            findings += check_drift(baseline, project_dir)
-    return ProjectDrift(findings, frozenset(same))
-
-
-def project_drift(
-    project_dir: Path, baselines: Mapping[str, ArtifactBaseline] | None = None
-) -> list[DriftFinding]:
-    """Drift of every component that has a baseline (what status and validate show)."""
-    return check_project_drift(project_dir, baselines).findings

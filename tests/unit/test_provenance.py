@@ -28,6 +28,7 @@ from scheduler.provenance import (
     write_artifact_metadata,
 )
 from scheduler.provenance import baseline as baseline_module
+from scheduler.provenance import drift as drift_module
 from scheduler.provenance.baseline import (
     ArtifactBaseline,
     baseline_from_verified,
@@ -198,6 +199,7 @@ def test_an_untouched_component_is_checked_by_name_without_listing_a_directory(
     (src / "__pycache__").mkdir()
     with monkeypatch.context() as m:
         m.setattr(baseline_module, "hash_tree", _no_hashing)
+        m.setattr(drift_module, "hash_tree", _no_hashing)
         assert untouched(tmp_path, baseline)
         assert check_drift(baseline, tmp_path) == []
 
