@@ -84,8 +84,9 @@ class CeleryFleet:
         self._queue_of: dict[Lease, str] = {}
         #: Since when each sent attempt's message has been found nowhere on the broker.
         self._missing_since: dict[Lease, float] = {}
-        #: Per run: when its suspects' queues were last read (see :meth:`_nowhere`).
-        self._scanned_at: dict[str, float] = {}
+        #: Per role queue: when its waiting messages were last read, and their task ids
+        #: (``None``: too many to read); see :meth:`_nowhere`.
+        self._queue_seen: dict[str, tuple[float, set[str] | None]] = {}
         #: Per run: the stage each running attempt's lease reported (see :meth:`stages`).
         self._stages: dict[str, dict[tuple[str, Phase, int], str]] = defaultdict(dict)
         #: How long a taken message may go unclaimed before its attempt counts as lost.
@@ -272,7 +273,7 @@ class CeleryFleet:
         waiting = [k for k in mine if state_of[k] in (QUEUED, SENT)]
         taken = taken_task_ids(self.client) if waiting else set()
         now = time.monotonic()
-        nowhere = self._nowhere(run_id, [k for k in waiting if state_of[k] == SENT], taken, now)
+        nowhere = self._nowhere([k for k in waiting if state_of[k] == SENT], taken, now)
         gone = []
         for lease, finished in zip(mine, done, strict=True):
             c, p, a = lease[1:]
@@ -295,28 +296,36 @@ class CeleryFleet:
                 gone.append((c, p, a))
         return gone
 
-    def _nowhere(
-        self, run_id: str, sent: list[Lease], taken: set[str], now: float
-    ) -> dict[Lease, float]:
+    def _nowhere(self, sent: list[Lease], taken: set[str], now: float) -> dict[Lease, float]:
         """Since when each attempt of ``sent`` (lease ``sent``) that no worker took has
         had its message nowhere: not taken, not on its queue. Only attempts sent at
-        least :attr:`claim_grace_s` ago are looked for, and the queues read at most
-        every quarter of it (in between, what the last look found stands)."""
+        least :attr:`claim_grace_s` ago are looked for; a queue is read at most every
+        quarter of it, whichever runs' attempts are looked for (in between, what the
+        last read found stands)."""
         suspects = [
             k
             for k in sent
             if task_id_of(k) not in taken and now - self._in_flight[k] >= self.claim_grace_s
         ]
-        if suspects and now - self._scanned_at.get(run_id, -math.inf) >= self.claim_grace_s / 4:
-            self._scanned_at[run_id] = now
-            every = list(QUEUES.values())
-            where = {k: [self._queue_of[k]] if k in self._queue_of else every for k in suspects}
-            queued, unread = queued_task_ids(self.client, {q for qs in where.values() for q in qs})
-            for lease in suspects:
-                if task_id_of(lease) in queued or unread.intersection(where[lease]):
-                    self._missing_since.pop(lease, None)
-                else:
-                    self._missing_since.setdefault(lease, now)
+        if not suspects:
+            return {}
+        every = list(QUEUES.values())
+        where = {k: [self._queue_of[k]] if k in self._queue_of else every for k in suspects}
+        due = {
+            q
+            for qs in where.values()
+            for q in qs
+            if now - self._queue_seen.get(q, (-math.inf, None))[0] >= self.claim_grace_s / 4
+        }
+        if due:
+            for queue, ids in queued_task_ids(self.client, due).items():
+                self._queue_seen[queue] = (now, ids)
+        for lease in suspects:
+            seen = [self._queue_seen[q] for q in where[lease]]
+            if any(ids is None or task_id_of(lease) in ids for _, ids in seen):
+                self._missing_since.pop(lease, None)  # waiting, or maybe waiting
+            else:
+                self._missing_since.setdefault(lease, min(at for at, _ in seen))
         return {k: self._missing_since[k] for k in suspects if k in self._missing_since}
 
     def _forget_attempt(self, lease: Lease) -> None:
@@ -337,7 +346,6 @@ class CeleryFleet:
             del self._entries[key]
         for check in [k for k in self._checked if k[0] == run_id]:
             del self._checked[check]
-        self._scanned_at.pop(run_id, None)
         if self.stream is None:
             stream = keys.run_results(run_id)
             self.results.detach(stream)

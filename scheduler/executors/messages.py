@@ -46,11 +46,11 @@ def taken_task_ids(client: redis.Redis) -> set[str]:
 
 def queued_task_ids(
     client: redis.Redis, queues: Iterable[str], *, limit: int | None = None
-) -> tuple[set[str], set[str]]:
-    """Task ids of the messages waiting on ``queues``, and the queues not read (longer
-    than ``limit``): a message may be waiting on those. Each queue's length and
-    contents are read together (MULTI), so a queue that grows meanwhile cannot push
-    its oldest messages out of what is read. ``limit``: :data:`QUEUE_SCAN_LIMIT`."""
+) -> dict[str, set[str] | None]:
+    """Per queue, the task ids of the messages waiting on it; ``None`` for a queue
+    longer than ``limit`` (:data:`QUEUE_SCAN_LIMIT`), not read: a message may be
+    waiting there. Each queue's length and contents are read together (MULTI), so a
+    queue that grows meanwhile cannot push its oldest messages out of what is read."""
     limit = QUEUE_SCAN_LIMIT if limit is None else limit
     names = sorted(set(queues))
     pipe = client.pipeline(transaction=True)
@@ -58,18 +58,18 @@ def queued_task_ids(
         pipe.llen(name)
         pipe.lrange(name, 0, limit - 1)
     replies = pipe.execute() if names else []
-    ids: set[str] = set()
-    unread: set[str] = set()
+    found: dict[str, set[str] | None] = {}
     for i, name in enumerate(names):
         length, raws = replies[2 * i], replies[2 * i + 1]
         if length > limit:
-            unread.add(name)
+            found[name] = None
             continue
+        ids = found[name] = set()
         for raw in raws:
             try:
-                found = _task_id(json.loads(raw))
+                task = _task_id(json.loads(raw))
             except ValueError:
                 continue
-            if found is not None:
-                ids.add(found)
-    return ids, unread
+            if task is not None:
+                ids.add(task)
+    return found

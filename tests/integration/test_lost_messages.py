@@ -105,3 +105,28 @@ def test_a_queue_too_long_to_read_proves_nothing_until_it_drains(
         ("second", Phase.CONTRACT, 1),
     ]
     assert reported(fleet, 2 * GRACE_S) == []
+
+
+def test_many_runs_share_each_read_of_a_queue(client: redis.Redis, fleet: CeleryFleet) -> None:
+    runs = [f"r{i}" for i in range(1, 6)]
+    tasks = [
+        TaskMessage(run_id=run, component_id="c", phase=Phase.CONTRACT, attempt=1, agent="noop")
+        for run in runs
+    ]
+    for task in tasks:
+        fleet.submit(task)
+    fleet.flush()
+    for task in tasks:
+        lose(client, task)
+    before = int(client.info("commandstats").get("cmdstat_lrange", {}).get("calls", 0))
+    started = time.monotonic()
+    found: dict[str, list[tuple[str, Phase, int]]] = {run: [] for run in runs}
+    while time.monotonic() - started < 6 * GRACE_S:
+        for run in runs:
+            found[run] += fleet.lost(run)
+        time.sleep(0.02)
+    elapsed = time.monotonic() - started
+    assert found == {run: [("c", Phase.CONTRACT, 1)] for run in runs}
+    reads = int(client.info("commandstats")["cmdstat_lrange"]["calls"]) - before
+    # One queue, read at most every quarter grace whatever the number of runs asking.
+    assert 1 <= reads <= elapsed / (GRACE_S / 4) + 1
