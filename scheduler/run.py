@@ -18,26 +18,21 @@ import time
 from collections.abc import Callable
 
 from pact_workers.artifacts import ArtifactStore
-from pact_workers.errors import PactError, VerificationError
 from pact_workers.models.work import (
-    ErrorClass,
     ItemStatus,
     Phase,
     ResultMessage,
 )
-from scheduler.attempts import new_attempt
 from scheduler.cache import ActionCache
-from scheduler.estimates import prior_attempt_usd, within_budget
+from scheduler.dispatching import Dispatching
 from scheduler.events import (
     Event,
-    ItemFailed,
     RunCompleted,
     RunFailed,
 )
 from scheduler.executors.base import Executor
 from scheduler.gates.handling import GateHandling
 from scheduler.gates.keeper import GateKeeper
-from scheduler.inputs import build_inputs
 from scheduler.journal import Listener, RunJournal
 from scheduler.launch import load_state
 from scheduler.leases import LeaseBook, interrupted
@@ -51,13 +46,15 @@ from scheduler.provenance.lessons import lessons_key, prior_lessons, retrospect
 from scheduler.provenance.promotion import restore_provenance
 from scheduler.settings import Settings
 from scheduler.state import RunState, RunStatus
-from scheduler.verdicts import budget_stop, run_end
-from scheduler.wavefront import Key, WavefrontScheduler
+from scheduler.verdicts import run_end
+from scheduler.wavefront import WavefrontScheduler
 
 log = logging.getLogger(__name__)
 
 
-class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReporting, LeaseWatching):
+class RunController(
+    Dispatching, ResultHandling, GateHandling, CancelHandling, ProgressReporting, LeaseWatching
+):
     """Drives one run to a terminal or paused state with one executor."""
 
     def __init__(
@@ -285,93 +282,6 @@ class RunController(ResultHandling, GateHandling, CancelHandling, ProgressReport
                 self._promote(item.component_id, item.phase)
         # Sidecars and baselines lost since (or never written) are made from the log.
         restore_provenance(self.project, self.state, self.store)
-
-    # -- dispatch ---------------------------------------------------------
-
-    def dispatch_ready(self) -> None:
-        """Dispatch every ready item the budget allows (the single-run loop)."""
-        for cid, phase in self.ready():
-            self.dispatch(cid, phase)
-        self.commit()
-
-    def ready(self) -> list[Key]:
-        """Ready items within the budget, critical path first; empty unless active.
-
-        When items are ready but none fits the budget and nothing is in flight, the
-        run stops here (the items are suspended *far*).
-        """
-        assert self.scheduler is not None
-        if self.state.status is not RunStatus.ACTIVE:
-            return []
-        ready = self.scheduler.ready_for_state(self.state, now=self.clock())
-        allowed, blocked = within_budget(self.state, ready, self.settings.budget, self._priors())
-        if blocked and not allowed and not self.state.in_flight():
-            for event in budget_stop(self.state, blocked[0][1]):
-                self._log(event)
-        return allowed
-
-    def _priors(self) -> dict[Phase, float]:
-        if self._prior_usd is None:
-            self._prior_usd = prior_attempt_usd(self.state.agent, self.state.agent_options)
-        return self._prior_usd
-
-    def dispatch(self, component_id: str, phase: Phase) -> None:
-        """Log and send one new attempt of a ready item."""
-        item = self.state.item(component_id, phase)
-        attempt = item.attempt + 1
-        try:
-            inputs, verify_inputs = build_inputs(
-                self.state, self.store, component_id, phase, lessons=self.lessons
-            )
-        except (VerificationError, PactError) as exc:
-            self._fail_without_attempt(component_id, phase, attempt, str(exc))
-            return
-        gate, stage = self._gate_dispatch(component_id, phase)
-        inputs = self._gate_inputs(component_id, phase, stage, inputs)
-        action_key, cached = (
-            self.cache.look_up(
-                self.state,
-                self.store,
-                component_id,
-                phase,
-                inputs=inputs,
-                verify_inputs=verify_inputs,
-                environment=self.settings.environment,
-            )
-            if self.cache is not None and stage == "work"
-            else ("", None)
-        )
-        event, task = new_attempt(
-            self.state,
-            self.settings,
-            component_id,
-            phase,
-            inputs=inputs,
-            verify_inputs=verify_inputs,
-            action_key=action_key,
-            cached=cached,
-            gate=gate,
-            stage=stage,
-        )
-        self._log(event)
-        self.leases.grant((component_id, phase, attempt))
-        self._after_commit(lambda: self.executor.submit(task))
-
-    def _fail_without_attempt(
-        self, component_id: str, phase: Phase, attempt: int, error: str
-    ) -> None:
-        self._log(
-            ItemFailed(
-                component_id=component_id,
-                phase=phase,
-                attempt=attempt,
-                error_class=ErrorClass.PERMANENT,
-                error_type="inputs",
-                error=error,
-                decision="give_up",
-            )
-        )
-        self._poison(component_id, phase)
 
     # -- waiting and finishing -----------------------------------------------
 
