@@ -170,9 +170,13 @@ def create_run(
     project: ProjectDir, sub: Submission, *, fence: Callable[[], None] | None = None
 ) -> None:
     """Create the run of ``sub`` in ``project`` unless a service already did (and died
-    before it could say so); ``fence`` as for :func:`start_run`."""
+    before it could say so); ``fence`` as for :func:`start_run`. An empty log is no run:
+    one written before logs were created whole, by a service killed between creating
+    the file and writing its first line (nothing was acted on), is made again."""
     if project.has_run():
-        return
+        if project.audit_path.stat().st_size > 0:
+            return
+        project.audit_path.unlink()
     project.root.mkdir(parents=True, exist_ok=True)
     tree_path = project.root / f"tree{sub.tree_suffix}"
     tree_path.write_text(sub.tree_text, encoding="utf-8")

@@ -153,7 +153,9 @@ class RunController(
             # What earlier runs configured the same way learned, for the authors' prompts.
             self.lessons = prior_lessons(self.project.root, self._lessons_key())
         except BaseException:
-            self.journal.close()
+            # Nothing of a run that could not be opened is written (not even a
+            # snapshot, of a state that never held it).
+            self.journal.abandon()
             raise
 
     def close(self) -> None:
