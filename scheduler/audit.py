@@ -148,7 +148,7 @@ class AuditLog:
         if self._fh is None:
             raise RuntimeError("audit log is not open")
         stored = event.model_copy(update={"seq": self.last_seq + 1})
-        self._staged.append(stored.model_dump_json().encode() + b"\n")
+        self._staged.append(_line(stored))
         self.last_seq = stored.seq
         return cast(E, stored)
 
@@ -194,6 +194,42 @@ class AuditLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _line(event: Event) -> bytes:
+    return event.model_dump_json().encode() + b"\n"
+
+
+def create_log(path: Path, first: E, *, fence: Callable[[], None] | None = None) -> E:
+    """Create the log at ``path`` holding ``first`` (``seq`` 1), or nothing: the line is
+    written and fsynced to a temporary file that is then linked in as the log. A
+    process killed meanwhile leaves no log, so a log that exists always holds its first
+    event (an empty one would be a run nobody can open). ``fence`` is checked just
+    before the link.
+
+    Raises:
+        FileExistsError: a log is there already (it is left as it is).
+    """
+    stored = first.model_copy(update={"seq": 1})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.new-{os.getpid()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(_line(stored))
+            fh.flush()
+            os.fsync(fh.fileno())
+        if fence is not None:
+            fence()
+        os.link(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+    return cast(E, stored)
 
 
 def _last_newline_before(fh: IO[bytes], end: int, chunk: int = 1 << 16) -> int:

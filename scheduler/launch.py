@@ -6,12 +6,12 @@ is how every reader sees a run (from the audit log, never from state.json).
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Callable
 
 from pact_workers.errors import RunDirError
 from pact_workers.models.tree import DecompositionTree
+from scheduler.audit import create_log
 from scheduler.events import RunStarted
 from scheduler.fold import fold
 from scheduler.project import ProjectDir
@@ -44,25 +44,25 @@ def start_run(
     snapshot's temporary file), and then raises the fence's error instead.
     """
     if project.has_run():
-        raise RunDirError(
-            f"{project.root}: already holds a run; use `pact status` or `pact resume`, "
-            "or choose another --project directory"
-        )
+        raise _holds_a_run(project)
     run_id = run_id or new_run_id()
     project.tree_path.parent.mkdir(parents=True, exist_ok=True)
     project.tree_path.write_bytes(tree_bytes)
-    event = create_log(
-        project,
-        RunStarted(
-            run_id=run_id,
-            tree=tree.model_dump(mode="json"),
-            settings=settings.model_dump(mode="json"),
-            agent=agent,
-            agent_options=dict(agent_options or {}),
-            sandbox=sandbox,
-        ),
-        fence=fence,
-    )
+    try:
+        event = create_log(
+            project.audit_path,
+            RunStarted(
+                run_id=run_id,
+                tree=tree.model_dump(mode="json"),
+                settings=settings.model_dump(mode="json"),
+                agent=agent,
+                agent_options=dict(agent_options or {}),
+                sandbox=sandbox,
+            ),
+            fence=fence,
+        )
+    except FileExistsError:
+        raise _holds_a_run(project) from None
     try:
         project.write_state(fold([event]))
     except FileNotFoundError:
@@ -72,41 +72,11 @@ def start_run(
     return run_id
 
 
-def create_log(
-    project: ProjectDir, event: RunStarted, *, fence: Callable[[], None] | None = None
-) -> RunStarted:
-    """Create the run's audit log holding ``event`` (its first, ``seq`` 1), or nothing:
-    the line is written and fsynced to a temporary file that is then linked in as the
-    log, which fails when a log exists. A process killed meanwhile leaves no log, so a
-    log that exists always holds a run (an empty one would be a run nobody can open).
-    ``fence`` is checked just before the link."""
-    stored = event.model_copy(update={"seq": 1})
-    path = project.audit_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.new-{os.getpid()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(stored.model_dump_json().encode() + b"\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        if fence is not None:
-            fence()
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            raise RunDirError(
-                f"{project.root}: already holds a run; use `pact status` or `pact resume`, "
-                "or choose another --project directory"
-            ) from None
-    finally:
-        temporary.unlink(missing_ok=True)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-    return stored
+def _holds_a_run(project: ProjectDir) -> RunDirError:
+    return RunDirError(
+        f"{project.root}: already holds a run; use `pact status` or `pact resume`, "
+        "or choose another --project directory"
+    )
 
 
 def load_state(project: ProjectDir) -> tuple[RunState, list[str]]:

@@ -11,7 +11,7 @@ import pytest
 
 from pact_workers.errors import RunDirError
 from pact_workers.models.tree import load_tree
-from scheduler import launch
+from scheduler import audit
 from scheduler.audit import read_events
 from scheduler.events import RunStarted
 from scheduler.executors.simulated import SimulatedExecutor, VirtualClock
@@ -50,7 +50,7 @@ def test_a_creator_killed_before_the_log_is_linked_leaves_no_run(
         raise Killed
 
     with monkeypatch.context() as m:
-        m.setattr(launch.os, "link", die)
+        m.setattr(audit.os, "link", die)
         with pytest.raises(Killed):
             start(project, example)
     assert not project.has_run()
