@@ -11,56 +11,20 @@ poisoned.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import PactError, VerificationError
 from pact_workers.models.work import ErrorClass, Phase
 from scheduler.attempts import new_attempt
-from scheduler.cache import RunCache
 from scheduler.estimates import prior_attempt_usd, within_budget
-from scheduler.events import Event, ItemFailed
-from scheduler.executors.base import Executor
-from scheduler.gates.dimensions import GateRecord
-from scheduler.gates.events import Stage
+from scheduler.events import ItemFailed
 from scheduler.inputs import build_inputs
-from scheduler.leases import LeaseBook
-from scheduler.settings import Settings
-from scheduler.state import RunState, RunStatus
+from scheduler.runpart import RunPart
+from scheduler.state import RunStatus
 from scheduler.verdicts import budget_stop
-from scheduler.wavefront import Key, WavefrontScheduler
+from scheduler.wavefront import Key
 
 
-class Dispatching:
+class Dispatching(RunPart):
     """The part of the run controller that picks ready items and sends attempts."""
-
-    executor: Executor
-    store: ArtifactStore
-    settings: Settings
-    clock: Callable[[], float]
-    leases: LeaseBook
-    scheduler: WavefrontScheduler | None
-    cache: RunCache | None
-    lessons: list[str]
-    _prior_usd: dict[Phase, float] | None
-    #: The other parts' hooks (``scheduler.outcomes``, ``scheduler.gates.handling``);
-    #: annotations only, so that they do not shadow the methods that implement them.
-    _poison: Callable[[str, Phase], None]
-    _gate_dispatch: Callable[[str, Phase], tuple[GateRecord, Stage]]
-    _gate_inputs: Callable[[str, Phase, Stage, dict[str, str]], dict[str, str]]
-
-    @property
-    def state(self) -> RunState:
-        raise NotImplementedError
-
-    def _log(self, event: Event) -> Event:
-        raise NotImplementedError
-
-    def _after_commit(self, effect: Callable[[], None]) -> None:
-        raise NotImplementedError
-
-    def commit(self) -> None:
-        raise NotImplementedError
 
     def dispatch_ready(self) -> None:
         """Dispatch every ready item the budget allows (the single-run loop)."""

@@ -9,27 +9,14 @@ any transient failure.
 
 from __future__ import annotations
 
-from pact_workers.models.work import ROLE_FOR_PHASE, ResultMessage
-from scheduler.executors.base import Executor
-from scheduler.leases import LeaseBook, lease_failure
+from pact_workers.models.work import ROLE_FOR_PHASE
+from scheduler.leases import lease_failure
 from scheduler.policy import STALLED, WORKER_LOST
-from scheduler.settings import Settings
-from scheduler.state import RunState
+from scheduler.runpart import RunPart
 
 
-class LeaseWatching:
+class LeaseWatching(RunPart):
     """The part of the run controller that renews, expires and reclaims leases."""
-
-    executor: Executor
-    leases: LeaseBook
-    settings: Settings
-
-    @property
-    def state(self) -> RunState:
-        raise NotImplementedError
-
-    def _fail(self, result: ResultMessage) -> None:
-        raise NotImplementedError
 
     def _renew_leases(self) -> None:
         self.leases.renew(self.executor.activity())

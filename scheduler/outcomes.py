@@ -9,71 +9,37 @@ carried out: a retry, a pause, or giving up, which poisons every item downstream
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
-
-from pact_workers.artifacts import ArtifactStore
 from pact_workers.models.work import (
     IN_FLIGHT,
     Phase,
     ResultMessage,
 )
-from scheduler.cache import RunCache
 from scheduler.discovery import judge_contract
 from scheduler.events import (
     ArtifactsPromoted,
     CachedResult,
     CacheDropped,
     CacheHit,
-    Event,
     ItemFailed,
     ItemSucceeded,
     ResultDropped,
     RunPaused,
 )
-from scheduler.executors.base import Executor
 from scheduler.git_promotion import commit_item
-from scheduler.leases import LeaseBook
 from scheduler.pactimport.runcache import is_imported
 from scheduler.policy import decide
-from scheduler.project import ProjectDir
 from scheduler.provenance.promotion import record_promotion
 from scheduler.regression.promotion import check_promotion
-from scheduler.settings import Settings
-from scheduler.state import RunState, RunStatus, final_phase, item_key
+from scheduler.runpart import RunPart
+from scheduler.state import RunStatus, final_phase, item_key
 from scheduler.verdicts import poison, systemic_pause
-from scheduler.wavefront import WavefrontScheduler
 
 #: The phases whose promotion another component's implementation imports.
 _FINAL_PHASES = frozenset({Phase.IMPLEMENT, Phase.INTEGRATE})
 
 
-class ResultHandling:
+class ResultHandling(RunPart):
     """The part of :class:`~scheduler.run.RunController` that applies results."""
-
-    project: ProjectDir
-    executor: Executor
-    store: ArtifactStore
-    settings: Settings
-    clock: Callable[[], float]
-    rng: random.Random
-    leases: LeaseBook
-    scheduler: WavefrontScheduler | None
-    cache: RunCache | None
-    #: The gates' hooks (``scheduler.gates.handling.GateHandling``).
-    _gate_result: Callable[[ResultMessage], bool]
-    _hold_for_review: Callable[..., bool]
-    _hold_for_audit: Callable[..., bool]
-
-    @property
-    def state(self) -> RunState:
-        raise NotImplementedError
-
-    def _log(self, event: Event) -> Event:
-        raise NotImplementedError
-
-    def _after_commit(self, effect: Callable[[], None]) -> None:
-        raise NotImplementedError
 
     # -- results ----------------------------------------------------------
 

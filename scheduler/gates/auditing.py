@@ -20,36 +20,20 @@ requires the auditor):
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import PactError
 from pact_workers.models.audit import parse_audit
 from pact_workers.models.work import ErrorClass, ResultMessage, Usage
-from scheduler.events import Event
 from scheduler.gates.dimensions import GateRecord
 from scheduler.gates.events import AUDIT_REJECTED, AuditRequested, AuditReviewed
-from scheduler.gates.keeper import GateKeeper
 from scheduler.gates.reviewers import Verdict
-from scheduler.state import RunState
+from scheduler.runpart import RunPart
 
 #: The reviewer name an auditor's verdicts carry.
 AUDITOR = "auditor"
 
 
-class AuditHandling:
+class AuditHandling(RunPart):
     """See the module docstring."""
-
-    store: ArtifactStore
-    gatekeeper: GateKeeper
-    _log: Callable[[Event], Event]
-    _fail: Callable[[ResultMessage], None]
-    _succeed: Callable[[ResultMessage], None]
-    _teachback_verdict: Callable[..., None]
-
-    @property
-    def state(self) -> RunState:
-        raise NotImplementedError
 
     def _hold_for_audit(self, result: ResultMessage, **found: list[str]) -> bool:
         """Log a verified work attempt as waiting for the auditor when its gates say

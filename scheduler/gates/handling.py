@@ -22,16 +22,13 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 
-from pact_workers.artifacts import ArtifactStore
 from pact_workers.errors import PactError
 from pact_workers.models.contract import ComponentContract
 from pact_workers.models.teachback import parse_teachback
 from pact_workers.models.work import ErrorClass, ItemStatus, Phase, ResultMessage, Usage
-from scheduler.events import Event, ItemFailed, RunPaused
-from scheduler.executors.base import Executor
+from scheduler.events import ItemFailed, RunPaused
 from scheduler.gates.auditing import AuditHandling, score_of
 from scheduler.gates.dimensions import GateRecord
 from scheduler.gates.events import (
@@ -42,14 +39,11 @@ from scheduler.gates.events import (
     TeachbackSubmitted,
 )
 from scheduler.gates.fleet import decision_events, take_review_requests
-from scheduler.gates.keeper import GATED_PHASES, GateKeeper
+from scheduler.gates.keeper import GATED_PHASES
 from scheduler.gates.reviewers import Verdict
 from scheduler.gates.settings import ReviewMode
 from scheduler.gates.teachback import TeachbackChecker, TeachbackSubject
-from scheduler.project import ProjectDir
-from scheduler.settings import Settings
 from scheduler.state import RunState, RunStatus
-from scheduler.wavefront import WavefrontScheduler
 
 #: ``error_type`` of an item whose teachbacks were rejected too often.
 TEACHBACK_REJECTED = "teachback_rejected"
@@ -57,31 +51,6 @@ TEACHBACK_REJECTED = "teachback_rejected"
 
 class GateHandling(AuditHandling):
     """See the module docstring."""
-
-    project: ProjectDir
-    store: ArtifactStore
-    settings: Settings
-    scheduler: WavefrontScheduler | None
-    gatekeeper: GateKeeper
-
-    @property
-    def state(self) -> RunState:
-        raise NotImplementedError
-
-    def _log(self, event: Event) -> Event:
-        raise NotImplementedError
-
-    def _fail(self, result: ResultMessage) -> None:
-        raise NotImplementedError
-
-    def _poison(self, component_id: str, phase: Phase) -> None:
-        raise NotImplementedError
-
-    #: Applies a verified result (``ResultHandling._succeed``).
-    _succeed: Callable[[ResultMessage], None]
-    _promote: Callable[[str, Phase], None]
-    _after_commit: Callable[[Callable[[], None]], None]
-    executor: Executor
 
     # -- dispatch -----------------------------------------------------------------
 

@@ -3,35 +3,15 @@ and revoke the attempts it cancels (mixed into :class:`scheduler.run.RunControll
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pact_workers.errors import InputError
 from pact_workers.models.work import Phase
-from scheduler.events import Event
-from scheduler.executors.base import Executor
-from scheduler.leases import LeaseBook
 from scheduler.lifecycle.cancel import CancelRequest, cancel_event, fenced_attempts
 from scheduler.lifecycle.cancel import take_cancel_request as take_file_request
-from scheduler.project import ProjectDir
-from scheduler.state import RunState
+from scheduler.runpart import RunPart
 
 
-class CancelHandling:
+class CancelHandling(RunPart):
     """The part of the run controller that applies ``pact cancel``."""
-
-    project: ProjectDir
-    executor: Executor
-    leases: LeaseBook
-
-    @property
-    def state(self) -> RunState:
-        raise NotImplementedError
-
-    def _log(self, event: Event) -> Event:
-        raise NotImplementedError
-
-    def _after_commit(self, effect: Callable[[], None]) -> None:
-        raise NotImplementedError
 
     def take_cancel(self) -> bool:
         """Apply a cancel left for this run, if any; True when one was applied."""

@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from pact_workers.models.work import IN_FLIGHT, ItemStatus, Phase
-from scheduler.events import Event
-from scheduler.executors.base import Executor
 from scheduler.lifecycle.events import ItemProgress
+from scheduler.runpart import RunPart
 from scheduler.state import RunState, item_key
 
 #: A worker's stage name -> the item status it means.
@@ -44,17 +43,8 @@ def progress_events(
     return out
 
 
-class ProgressReporting:
+class ProgressReporting(RunPart):
     """The part of the run controller that logs what workers report."""
-
-    executor: Executor
-
-    @property
-    def state(self) -> RunState:
-        raise NotImplementedError
-
-    def _log(self, event: Event) -> Event:
-        raise NotImplementedError
 
     def report_progress(self) -> None:
         stages: Callable[[], Sequence[tuple[tuple[str, Phase, int], str]]] | None = getattr(
