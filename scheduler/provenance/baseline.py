@@ -163,10 +163,17 @@ def _same_by_name(project_dir: Path, component_id: str, stats: Mapping[str, Any]
     """Every file and directory of a signature that names its directories, stat'd by
     name, as captured: one ``stat`` each, no directory listed."""
     interface, tests, src = _path_strs(project_dir, component_id)
-    roots = {"tests": tests, "src": src}
+    # Joined by hand: os.path.join is most of this loop's cost over 10,000 components.
+    roots = {"tests": tests + os.sep, "src": src + os.sep}
     for name, (size, mtime) in stats.items():
-        top, _, rest = name.partition("/")
-        path = interface if name == "interface.json" else os.path.join(roots.get(top, ""), rest)
+        if name == "interface.json":
+            path = interface
+        else:
+            top, _, rest = name.partition("/")
+            root = roots.get(top)
+            if root is None:
+                return False
+            path = root + rest
         try:
             info = os.stat(path)
         except OSError:
