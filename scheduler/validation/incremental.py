@@ -16,12 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pact_workers.models.contract import ComponentContract
-from pact_workers.models.tree import DecompositionTree, find_cycle, implementation_edges
+from pact_workers.models.tree import DecompositionTree, implementation_edges
+from scheduler.validation.dependencies import (
+    dependency_cycle,
+    external_problem,
+    field_paths,
+    finding,
+    resolve_dependencies,
+)
 from scheduler.validation.externals import (
     Importable,
-    find_in_source_tree,
-    is_module_name,
-    is_path_name,
     unchecked,
 )
 from scheduler.validation.findings import (
@@ -35,7 +39,6 @@ from scheduler.validation.findings import (
 from scheduler.validation.locality import locality_findings
 from scheduler.validation.names import (
     DependencyKind,
-    MatchRule,
     NameIndex,
     ResolvedDependency,
 )
@@ -135,7 +138,7 @@ def check_contract(
     the graph grows as contracts are accepted)."""
     cid = contract.component_id
     digest = digest or contract_digest(contract)
-    resolved, corrections, findings = _resolve(contract, inputs)
+    resolved, corrections, findings = resolve_dependencies(contract, inputs)
     context = _context(inputs, resolved)
     cached = cache.get(digest, context) if cache is not None else None
     if cached is None:
@@ -150,7 +153,7 @@ def check_contract(
         )
         if cache is not None:
             cache.put(cached)
-    cycle, cycle_findings = _cycle(contract, inputs, cached)
+    cycle, cycle_findings = dependency_cycle(contract, inputs, cached)
     if not cycle:
         return cached
     return ContractCheck(
@@ -211,75 +214,6 @@ def accepted_edges(
     return edges
 
 
-def _resolve(
-    contract: ComponentContract, inputs: CheckInputs
-) -> tuple[list[ResolvedDependency], list[NameCorrection], list[ValidationFinding]]:
-    """Read every dependency name as a component id or an external module."""
-    cid = contract.component_id
-    resolved: dict[str, ResolvedDependency] = {}
-    corrections: list[NameCorrection] = []
-    findings: list[ValidationFinding] = []
-    named = [(f"dependencies[{i}]", d) for i, d in enumerate(contract.dependencies)]
-    named += [
-        (f"external_dependencies[{i}]", d) for i, d in enumerate(contract.external_dependencies)
-    ]
-    for path, raw in named:
-        match = inputs.names.match(raw)
-        where = find_in_source_tree(raw, inputs.source_tree)
-        importable = inputs.importable(raw) if is_module_name(raw) else False
-        if match is not None and match.rule is MatchRule.AFFIX and (where or importable):
-            match = None  # an existing module is not a misspelt component
-        if match is None:
-            resolved.setdefault(
-                raw,
-                ResolvedDependency(
-                    component_id=raw,
-                    kind=DependencyKind.EXTERNAL,
-                    resolved_path=where,
-                    written=raw,
-                    importable=bool(importable),
-                ),
-            )
-            continue
-        if match.component_id == cid:
-            findings.append(
-                _finding(
-                    cid,
-                    Severity.WARNING,
-                    Rule.DEPENDENCY,
-                    path,
-                    f"{raw!r} names this "
-                    "component itself; a component does not depend on itself (ignored)",
-                )
-            )
-            continue
-        if match.rule is not MatchRule.EXACT:
-            correction = NameCorrection(
-                path=path, written=raw, component_id=match.component_id, rule=match.rule.value
-            )
-            corrections.append(correction)
-            findings.append(
-                _finding(
-                    cid,
-                    Severity.WARNING,
-                    Rule.NAME_CORRECTION,
-                    path,
-                    f"{raw!r} is not a component id; read as {match.component_id!r} "
-                    f"({match.rule.value}): write the id exactly",
-                )
-            )
-        resolved.setdefault(
-            match.component_id,
-            ResolvedDependency(
-                component_id=match.component_id,
-                kind=DependencyKind.INTERNAL,
-                contract_exists=match.component_id in inputs.existing,
-                written=raw,
-            ),
-        )
-    return list(resolved.values()), corrections, findings
-
-
 def _context(inputs: CheckInputs, resolved: Sequence[ResolvedDependency]) -> str:
     doc = {
         "ids": inputs.names.fingerprint,
@@ -303,7 +237,7 @@ def _checks(
     contract: ComponentContract, inputs: CheckInputs, resolved: Sequence[ResolvedDependency]
 ) -> list[ValidationFinding]:
     cid = contract.component_id
-    paths = _paths(contract, inputs.names)
+    paths = field_paths(contract)
     findings: list[ValidationFinding] = []
     missing = False
     for dep in resolved:
@@ -312,7 +246,7 @@ def _checks(
             if not dep.contract_exists:
                 missing = True
                 findings.append(
-                    _finding(
+                    finding(
                         cid,
                         Severity.ERROR,
                         Rule.DEPENDENCY,
@@ -322,10 +256,10 @@ def _checks(
                     )
                 )
             continue
-        problem = _external_problem(dep, inputs)
+        problem = external_problem(dep, inputs)
         if problem:
             severity = Severity.WARNING if problem.startswith("could not") else Severity.ERROR
-            findings.append(_finding(cid, severity, Rule.DEPENDENCY, path, problem))
+            findings.append(finding(cid, severity, Rule.DEPENDENCY, path, problem))
     if not missing:
         # With a dependency's contract missing, its types are unknown: checked next time.
         dependency_types = {
@@ -344,75 +278,3 @@ def _checks(
         findings += locality_findings(inputs.tree, cid, internal)
     findings += apply_quality_mode(audit_contract_quality(contract), inputs.quality)
     return findings
-
-
-def _external_problem(dep: ResolvedDependency, inputs: CheckInputs) -> str:
-    name = dep.component_id
-    if dep.resolved_path is not None or dep.importable:
-        return ""
-    if not is_module_name(name) and not is_path_name(name):
-        return (
-            f"{name!r} is neither a component of this tree nor a module name: write a "
-            "component id exactly, or a module as a.b.c"
-        )
-    where = f"under {inputs.source_tree}" if inputs.source_tree is not None else "in a source tree"
-    if is_path_name(name):
-        return f"external dependency {name!r}: no such file or directory {where}"
-    if inputs.importable(name) is None:
-        return (
-            f"could not check external dependency {name!r}: it is not {where} and its "
-            "importability was not checked"
-        )
-    return (
-        f"external dependency {name!r} exists nowhere: it is not a component of this tree, "
-        f"not importable in the run's environment and not a module {where}. Fix the name, "
-        "add the package to the environment, or drop the dependency"
-    )
-
-
-def _paths(contract: ComponentContract, names: NameIndex) -> dict[str, str]:
-    """The field path of each written name (its first occurrence)."""
-    paths: dict[str, str] = {}
-    for i, raw in enumerate(contract.dependencies):
-        paths.setdefault(raw, f"dependencies[{i}]")
-    for i, raw in enumerate(contract.external_dependencies):
-        paths.setdefault(raw, f"external_dependencies[{i}]")
-    return paths
-
-
-def _cycle(
-    contract: ComponentContract, inputs: CheckInputs, check: ContractCheck
-) -> tuple[list[str], list[ValidationFinding]]:
-    if inputs.edges is None:
-        return [], []
-    cid = contract.component_id
-    known = list(inputs.edges.get(cid, ()))
-    new = [d for d in check.internal if d not in known]
-    if not new:
-        return [], []
-    edges = dict(inputs.edges)
-    edges[cid] = [*known, *new]
-    for dep in new:
-        edges.setdefault(dep, [])
-    cycle = find_cycle(edges)
-    if not cycle:
-        return [], []
-    on_cycle = next((d for d in new if d in cycle), new[0])
-    written = next((d.written for d in check.dependencies if d.component_id == on_cycle), on_cycle)
-    path = _paths(contract, inputs.names).get(written, "dependencies")
-    finding = _finding(
-        cid,
-        Severity.ERROR,
-        Rule.CYCLE,
-        path,
-        f"its contract's dependencies {new} create a cycle: " + " -> ".join(cycle),
-    )
-    return cycle, [finding]
-
-
-def _finding(
-    cid: str, severity: Severity, rule: Rule, path: str, message: str
-) -> ValidationFinding:
-    return ValidationFinding(
-        component_id=cid, severity=severity, rule=rule, path=path, message=message
-    )
