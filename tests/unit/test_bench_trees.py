@@ -6,13 +6,8 @@ import statistics
 
 import pytest
 
-from bench.scheduling import (
-    clairvoyant_s,
-    floor_s,
-    generated_tree,
-    lognormal_latency,
-    tail_bound_s,
-)
+from bench.bounds import clairvoyant_s, floor_s, tail_bound_s
+from bench.scheduling import generated_tree, lognormal_latency
 from bench.trees import DEEP_MIN_INDEPENDENT_LEAVES, deep_tree, independent_leaves
 from pact_workers.models.tree import tree_from_data
 from pact_workers.models.work import Phase
