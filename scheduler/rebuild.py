@@ -61,14 +61,20 @@ def read_state_json(project_dir: Path) -> tuple[RunState | None, str | None]:
         return None, f"{path}: unreadable ({str(exc).splitlines()[0]})"
 
 
-def validate_state_consistency(state: RunState, project_dir: Path) -> list[str]:
+def validate_state_consistency(
+    state: RunState, project_dir: Path, *, truth: RunState | None = None
+) -> list[str]:
     """Compare ``state`` (typically state.json) with the audit log and the disk.
+
+    ``truth``: the fold of the whole log (:func:`rebuild_state`), when the caller has
+    just made it (a fold of a large log takes seconds); else it is made here.
 
     Returns one sentence per inconsistency; an empty list means consistent.
     """
     project = ProjectDir(project_dir)
     problems: list[str] = []
-    truth = rebuild_state(project.root)
+    if truth is None:
+        truth = rebuild_state(project.root)
     problems += [f"audit log: {w}" for w in truth.warnings]
     if state.run_id != truth.run_id:
         problems.append(f"run id is {state.run_id!r}, the audit log says {truth.run_id!r}")

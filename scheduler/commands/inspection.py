@@ -51,19 +51,30 @@ def status_report(
     state, warnings, from_snapshot = load_run(project)
     if from_snapshot:
         problems = disk_inconsistencies(state, project, contents=False, untouched=untouched)
-    else:
-        problems = state_json_problems(project_dir=project_dir)
+    else:  # the state is the fold of the whole log: compare state.json with it
+        problems = state_json_problems(project_dir=project_dir, truth=state)
     # Interview answers less sure than 0.5 (seed 000, 3.2) are worth a second look.
     warnings = [*warnings, *low_confidence_warnings(state.interview_answers)]
     return state, warnings, problems
 
 
-def state_json_problems(*, project_dir: Path) -> list[str]:
-    """How state.json and the disk disagree with the audit log (empty: consistent)."""
+def state_json_problems(*, project_dir: Path, truth: RunState | None = None) -> list[str]:
+    """How state.json and the disk disagree with the audit log (empty: consistent).
+
+    ``truth``: the fold of the whole log, when the caller has it (see
+    :func:`~scheduler.rebuild.validate_state_consistency`).
+    """
+    return _check_state_json(project_dir, truth)[1]
+
+
+def _check_state_json(
+    project_dir: Path, truth: RunState | None
+) -> tuple[RunState | None, list[str]]:
+    """state.json as read (None: unreadable) and its :func:`state_json_problems`."""
     on_disk, error = read_state_json(project_dir)
     if on_disk is None:
-        return [error or "state.json cannot be read"]
-    return validate_state_consistency(on_disk, project_dir)
+        return None, [error or "state.json cannot be read"]
+    return on_disk, validate_state_consistency(on_disk, project_dir, truth=truth)
 
 
 def rebuild_run(
@@ -79,8 +90,7 @@ def rebuild_run(
     project = ProjectDir(project_dir)
     check_run_dir(project)
     rebuilt = rebuild_state(project.root)
-    problems = state_json_problems(project_dir=project_dir)
-    on_disk, _ = read_state_json(project_dir)
+    on_disk, problems = _check_state_json(project_dir, rebuilt)
     loss = _progress_lost(on_disk, rebuilt) if on_disk is not None else None
     if loss and not force and not dry_run:
         raise RunDirError(
