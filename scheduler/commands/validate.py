@@ -134,7 +134,9 @@ def _from_run(project: ProjectDir, tree_path: Path | None, mode: QualityMode | N
     )
     cache = ValidationCache()
     recorded: dict[str, bool] = {}
-    order: list[str] = []
+    #: Accepted components, in the order of their last acceptance (a dict: moving a
+    #: component to the end is O(1), not a pass over every component before it).
+    order: dict[str, None] = {}
     for event in events:
         if not isinstance(event, ContractChecked):
             continue
@@ -142,7 +144,8 @@ def _from_run(project: ProjectDir, tree_path: Path | None, mode: QualityMode | N
             if dep.kind == "external":
                 recorded[dep.component_id] = dep.importable
         if event.accepted:
-            order = [c for c in order if c != event.component_id] + [event.component_id]
+            order.pop(event.component_id, None)
+            order[event.component_id] = None
             cache.put(
                 ContractCheck(
                     component_id=event.component_id,
