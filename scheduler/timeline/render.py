@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 from pact_workers.files import atomic_write
 from pact_workers.models.work import Phase
@@ -54,23 +54,30 @@ def figure(pic: RunPicture) -> Figure:
     fig = Figure(figsize=(12, height), layout="constrained")
     ax = fig.add_subplot()
     row = {lane: i for i, lane in enumerate(lanes)}
+    min_width = pic.makespan_s / 2000 if pic.makespan_s else 0.001
+    ends = [0.0]
     for bar in pic.bars:
         hatch, edge = OUTCOME_STYLES[bar.outcome]
-        width = max(bar.duration_s, pic.makespan_s / 2000 if pic.makespan_s else 0.001)
-        ax.barh(
-            row[bar.lane],
-            width,
-            left=bar.start_s,
-            height=0.7,
-            color=PHASE_COLOURS[bar.phase],
-            edgecolor="black" if bar.critical else edge,
-            linewidth=2.2 if bar.critical else 0.8,
-            hatch=hatch,
-            gid=bar.bar_id,
-            label=None,
+        width = max(bar.duration_s, min_width)
+        # A rectangle per bar, added without updating the data limits each time (what
+        # barh does per call: most of the time of a picture of 30,000 attempts); the
+        # limits are set once below.
+        ax.add_artist(
+            Rectangle(
+                (bar.start_s, row[bar.lane] - 0.35),
+                width,
+                0.7,
+                facecolor=PHASE_COLOURS[bar.phase],
+                edgecolor="black" if bar.critical else edge,
+                linewidth=2.2 if bar.critical else 0.8,
+                hatch=hatch,
+                gid=bar.bar_id,
+            )
         )
+        ends.append(bar.start_s + width)
+    ax.set_xlim(0.0, max(ends) * 1.05 or 1.0)
+    ax.set_ylim(len(lanes) - 0.5, -0.5)  # the first lane on top
     ax.set_yticks(range(len(lanes)), labels=lanes)
-    ax.invert_yaxis()
     ax.set_xlabel("seconds since the run started")
     ax.set_title(f"run {pic.run_id}: {summary_line(pic)}", fontsize=9, loc="left")
     handles = [Patch(facecolor=c, label=p.value) for p, c in PHASE_COLOURS.items()]
