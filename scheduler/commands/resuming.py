@@ -18,7 +18,7 @@ from scheduler.commands.inspection import state_json_problems
 from scheduler.commands.rundir import check_run_dir
 from scheduler.commands.runs import check_environment, drive_run, require_keys
 from scheduler.journal import Listener
-from scheduler.launch import load_state
+from scheduler.launch import load_run
 from scheduler.lifecycle.cancel import void_fleet_request
 from scheduler.project import ProjectDir
 from scheduler.resume import compute_resume_strategy, execute_resume
@@ -58,7 +58,7 @@ def resume_run(
         raise RunDirError(f"{project.pact}: not writable by this user; cannot resume here")
     with AuditLog(project.audit_path):
         pass  # fails at once when another pact process holds the run
-    state, _ = load_state(project)
+    state, _, from_snapshot = load_run(project)
     settings = load_settings(project.settings_path)
     new_agent: tuple[str, dict[str, str]] | None = None
     sandbox = make_sandbox(sandbox_name)
@@ -76,13 +76,16 @@ def resume_run(
     cache = embedded_cache(settings.cache, name, executor_name, cache_warnings)
     for warning in cache_warnings:
         log.warning(warning)
-    problems = state_json_problems(project_dir=project_dir)
     interrupted = state.status is RunStatus.ACTIVE
     basis = state.model_copy(update={"status": RunStatus.PAUSED}) if interrupted else state
     try:
         strategy = compute_resume_strategy(basis, project, from_phase=from_phase, redo=redo)
     except ValueError as exc:
         raise InputError(f"{project_dir}: cannot resume: {exc}") from exc
+    # After the strategy: a run with nothing to resume is told so before the whole log is
+    # folded to check state.json (seconds at 10,000 components), and a state that is
+    # already that fold (no usable snapshot) is not folded again.
+    problems = state_json_problems(project_dir=project_dir, truth=None if from_snapshot else state)
     if interrupted:
         basis.pause_reason = "interrupted: the previous pact process stopped before the run ended"
     execute_resume(

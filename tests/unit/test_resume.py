@@ -9,7 +9,7 @@ import pytest
 
 from pact_workers.models import ItemStatus, Phase
 from scheduler.audit import read_events
-from scheduler.events import Event, RunResumed
+from scheduler.events import Event, RunCompleted, RunResumed
 from scheduler.fold import fold
 from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
 from scheduler.resume import compute_resume_strategy, execute_resume
@@ -214,3 +214,36 @@ def test_rebuild_and_status_fold_a_large_log_once(
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["inconsistencies"] == []
     assert len(whole_log_reads) == 1
+
+
+def test_resuming_a_completed_run_says_so_without_folding_the_whole_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pact resume` on a completed run answers from the snapshot and the log's tail: the
+    check of state.json against the whole log (seconds at 10,000 components) comes only
+    once there is something to resume."""
+    from typer.testing import CliRunner
+
+    from scheduler import rebuild, snapshot
+    from scheduler.cli import app
+
+    run = RunBuilder(tmp_path, star_tree(2))
+    run.complete("c1")
+    run.complete("c2")
+    run.complete("root", Phase.INTEGRATE)
+    run.log(RunCompleted())
+    project = run.close()
+    project.write_state(fold(read_events(project.audit_path)[0]))
+    whole_log_reads: list[Path] = []
+
+    def counted(path: Path, offset: int = 0) -> tuple[list[Event], list[str]]:
+        if offset == 0:
+            whole_log_reads.append(path)
+        return read_events(path, offset=offset)
+
+    monkeypatch.setattr(rebuild, "read_events", counted)
+    monkeypatch.setattr(snapshot, "read_events", counted)
+    res = CliRunner().invoke(app, ["resume", str(project.root), "--agent", "noop"])
+    assert res.exit_code == 2
+    assert "already complete" in res.output
+    assert whole_log_reads == []
