@@ -179,29 +179,37 @@ def test_rebuild_without_a_log_raises(tmp_path: Path) -> None:
         rebuild_state(tmp_path)
 
 
+@pytest.fixture
+def whole_log_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The audit logs read from their first byte (a fold of the whole log), in order."""
+    from scheduler import rebuild, snapshot
+
+    reads: list[Path] = []
+
+    def counted(path: Path, offset: int = 0) -> tuple[list[Event], list[str]]:
+        if offset == 0:
+            reads.append(path)
+        return read_events(path, offset=offset)
+
+    monkeypatch.setattr(rebuild, "read_events", counted)
+    monkeypatch.setattr(snapshot, "read_events", counted)
+    return reads
+
+
 def test_rebuild_and_status_fold_a_large_log_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, whole_log_reads: list[Path]
 ) -> None:
     """`pact rebuild` and `pact status` without a usable snapshot compare state.json
     with the fold of the whole log they just made, instead of folding it a second time
     (at 10,000 components a fold takes seconds)."""
     from typer.testing import CliRunner
 
-    from scheduler import rebuild, snapshot
     from scheduler.cli import app
 
     project = failed_at_implement(tmp_path).close()
     # state.json as an older version wrote it, without the mark of the log it covers.
     project.state_path.write_text(fold(read_events(project.audit_path)[0]).model_dump_json())
-    whole_log_reads: list[Path] = []
-
-    def counted(path: Path, offset: int = 0) -> tuple[list[Event], list[str]]:
-        if offset == 0:
-            whole_log_reads.append(path)
-        return read_events(path, offset=offset)
-
-    monkeypatch.setattr(rebuild, "read_events", counted)
-    monkeypatch.setattr(snapshot, "read_events", counted)
+    whole_log_reads.clear()  # what making the run read is not the command's
     res = CliRunner().invoke(app, ["rebuild", str(project.root), "--dry-run"])
     assert res.exit_code == 0, res.output
     assert "matches the audit log" in res.output
@@ -217,14 +225,13 @@ def test_rebuild_and_status_fold_a_large_log_once(
 
 
 def test_resuming_a_completed_run_says_so_without_folding_the_whole_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, whole_log_reads: list[Path]
 ) -> None:
     """`pact resume` on a completed run answers from the snapshot and the log's tail: the
     check of state.json against the whole log (seconds at 10,000 components) comes only
     once there is something to resume."""
     from typer.testing import CliRunner
 
-    from scheduler import rebuild, snapshot
     from scheduler.cli import app
 
     run = RunBuilder(tmp_path, star_tree(2))
@@ -234,15 +241,7 @@ def test_resuming_a_completed_run_says_so_without_folding_the_whole_log(
     run.log(RunCompleted())
     project = run.close()
     project.write_state(fold(read_events(project.audit_path)[0]))
-    whole_log_reads: list[Path] = []
-
-    def counted(path: Path, offset: int = 0) -> tuple[list[Event], list[str]]:
-        if offset == 0:
-            whole_log_reads.append(path)
-        return read_events(path, offset=offset)
-
-    monkeypatch.setattr(rebuild, "read_events", counted)
-    monkeypatch.setattr(snapshot, "read_events", counted)
+    whole_log_reads.clear()
     res = CliRunner().invoke(app, ["resume", str(project.root), "--agent", "noop"])
     assert res.exit_code == 2
     assert "already complete" in res.output
