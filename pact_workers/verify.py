@@ -17,6 +17,7 @@ import ast
 import json
 import re
 import secrets
+import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -79,9 +80,18 @@ def verify_contract(files: Mapping[str, bytes], component_id: str) -> ComponentC
     return contract
 
 
+#: One ``ast.parse`` at a time in this process. CPython 3.11 keeps the depth counter
+#: that checks AST construction per interpreter, not per thread, and each parse resets
+#: it when it starts: a parse in another thread (the in-process executor verifies
+#: attempts in threads) while one is building its tree makes that one fail with
+#: "SystemError: AST constructor recursion depth mismatch" (CPython issue 106905).
+_PARSING = threading.Lock()
+
+
 def count_tests(source: str) -> int:
     """Count pytest-style test functions (module level and in ``Test*`` classes)."""
-    tree = ast.parse(source)
+    with _PARSING:
+        tree = ast.parse(source)
     count = 0
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(

@@ -236,3 +236,36 @@ def test_failing_test_ids_take_pacts_form_path_class_test() -> None:
         "tests/contract_test.py::TestA::test_x",
         "tests/contract_test.py::test_y",
     ]
+
+
+def test_test_suites_are_parsed_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process executor verifies attempts in threads, and CPython 3.11's AST
+    construction keeps one depth counter per interpreter that every parse resets: two
+    parses at once fail with "AST constructor recursion depth mismatch". So no two
+    ``count_tests`` parse at the same time."""
+    import ast
+    import threading
+
+    parse = ast.parse
+    inside, most = [0], [0]
+    both_in = threading.Event()
+
+    def watched(source: str, *args: object, **kwargs: object) -> ast.Module:
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        if inside[0] == 2:
+            both_in.set()
+        both_in.wait(0.5)  # long enough for the other thread to come in, if it can
+        inside[0] -= 1
+        return parse(source)
+
+    monkeypatch.setattr(ast, "parse", watched)
+    source = "def test_a():\n    pass\n"
+    counts: list[int] = []
+    threads = [threading.Thread(target=lambda: counts.append(count_tests(source))) for _ in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert counts == [1, 1]
+    assert most[0] == 1
