@@ -85,13 +85,18 @@ def verify_contract(files: Mapping[str, bytes], component_id: str) -> ComponentC
 #: it when it starts: a parse in another thread (the in-process executor verifies
 #: attempts in threads) while one is building its tree makes that one fail with
 #: "SystemError: AST constructor recursion depth mismatch" (CPython issue 106905).
+#: A parse outside this lock (the traceback module parses source lines when it formats
+#: a traceback in another thread) can still do it: such a parse is tried once more.
 _PARSING = threading.Lock()
 
 
 def count_tests(source: str) -> int:
     """Count pytest-style test functions (module level and in ``Test*`` classes)."""
     with _PARSING:
-        tree = ast.parse(source)
+        try:
+            tree = ast.parse(source)
+        except SystemError:
+            tree = ast.parse(source)
     count = 0
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(

@@ -269,3 +269,24 @@ def test_test_suites_are_parsed_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -
         thread.join()
     assert counts == [1, 1]
     assert most[0] == 1
+
+
+def test_a_parse_upset_by_another_threads_parse_is_tried_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A parse outside the harness's lock (a traceback formatted in another thread) can
+    still reset the depth counter of one in progress: that parse is tried once more."""
+    import ast
+
+    parse = ast.parse
+    calls: list[str] = []
+
+    def upset_once(source: str, *args: object, **kwargs: object) -> ast.Module:
+        calls.append(source)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=33, after=30)")
+        return parse(source)
+
+    monkeypatch.setattr(ast, "parse", upset_once)
+    assert count_tests("def test_a():\n    pass\n") == 1
+    assert len(calls) == 2
