@@ -165,8 +165,7 @@ def _same_by_name(project_dir: Path, component_id: str, stats: Mapping[str, Any]
     """Every file and directory of a signature that names its directories, stat'd by
     name, as captured: one ``stat`` each, no directory listed."""
     interface, tests, src = _path_strs(project_dir, component_id)
-    # Joined by hand: os.path.join is most of this loop's cost over 10,000 components.
-    roots = {"tests": tests + "/", "src": src + "/"}
+    roots = {"tests": tests + "/", "src": src + "/"}  # joined by hand, as in _path_strs
     for name, (size, mtime) in stats.items():
         if name == "interface.json":
             path = interface
