@@ -3,6 +3,7 @@ connections (passwords, restarts, a SIGKILLed server)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from pact_workers.agents.base import AgentOutput, AgentRequest
+from pact_workers.agents.noop import NoopAgent
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore, digest_bytes
 from pact_workers.errors import ArtifactError
 from pact_workers.fleet import (
@@ -29,6 +32,8 @@ from pact_workers.fleet import (
 )
 from pact_workers.fleet.tiered import TieredBlobStore
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
+from pact_workers.runner import execute_task
+from pact_workers.sandbox import LocalSandbox
 from tests.integration.conftest import RedisServer, free_port
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(120)]
@@ -227,6 +232,72 @@ def test_prefetching_bundles_fetches_what_the_local_tier_lacks_in_two_round_trip
     here.prefetch([missing])
     with pytest.raises(ArtifactError, match="missing from the Redis artifact store"):
         here.get_bundle(missing)
+
+
+def test_an_attempt_reads_its_inputs_in_two_round_trips(client: redis.Redis) -> None:
+    """A worker reads every bundle of an attempt, verification's inputs too, with one MGET
+    of their manifests and one of their files, and the harness reuses what was read
+    (it read the spec again, and each bundle took a GET and an MGET)."""
+    store = ArtifactStore(RedisBlobStore(client))
+    spec = {"spec.json": json.dumps({"component_id": "store", "children": []}).encode()}
+    inputs = {
+        "spec": store.put_bundle(spec),
+        "dep_contracts": store.put_bundle({"other/interface.json": b"{}"}),
+        "lessons": store.put_bundle({"lessons.json": b"[]"}),
+    }
+    verify_inputs = {"tests": store.put_bundle({"tests/test_store.py": b"def test(): pass\n"})}
+    task = TaskMessage(
+        run_id=RUN,
+        component_id="store",
+        phase=Phase.CONTRACT,
+        attempt=1,
+        inputs=inputs,
+        verify_inputs=verify_inputs,
+    )
+    seen: list[str] = []
+    agent_saw: list[dict[str, dict[str, bytes]]] = []
+    get, mget = redis.Redis.get, redis.Redis.mget
+
+    def counted_get(self: redis.Redis, name: str) -> object:
+        seen.append("GET")
+        return get(self, name)
+
+    def counted_mget(self: redis.Redis, keys_: list[str], *args: str) -> object:
+        seen.append(f"MGET {len(keys_)}")
+        return mget(self, keys_, *args)
+
+    class Recording(NoopAgent):
+        def produce(self, request: AgentRequest) -> AgentOutput:
+            agent_saw.append(dict(request.inputs))
+            return super().produce(request)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(redis.Redis, "get", counted_get)
+        m.setattr(redis.Redis, "mget", counted_mget)
+        outcome = execute_task(task, agent=Recording(), sandbox=LocalSandbox(), store=store)
+    assert outcome.outcome == "ok", outcome.error
+    assert seen == ["MGET 4", "MGET 4"]
+    assert agent_saw == [
+        {
+            "spec": spec,
+            "dep_contracts": {"other/interface.json": b"{}"},
+            "lessons": {"lessons.json": b"[]"},
+        }
+    ]
+    # Bundles a worker has read before are known by their manifests: one MGET.
+    seen.clear()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(redis.Redis, "get", counted_get)
+        m.setattr(redis.Redis, "mget", counted_mget)
+        assert store.get_bundles([inputs["spec"], inputs["lessons"]]) == {
+            inputs["spec"]: spec,
+            inputs["lessons"]: {"lessons.json": b"[]"},
+        }
+    assert seen == ["MGET 2"]
+    # A bundle that is not there fails the read, naming it.
+    missing = digest_bytes(b"never stored")
+    with pytest.raises(ArtifactError, match=f"{missing} is missing"):
+        store.get_bundles([inputs["spec"], missing])
 
 
 # ---------------------------------------------------------------------------- results
