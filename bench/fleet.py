@@ -29,93 +29,24 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.processes import Broker, cpu_s, given_redis, private_redis, worker  # noqa: E402
 from pact_workers.fleet import keys  # noqa: E402
 from pact_workers.models.work import ItemStatus, Phase, TaskMessage, Usage  # noqa: E402
 from scheduler.audit import AuditLog  # noqa: E402
 from scheduler.events import ArtifactsPromoted, ItemDispatched, ItemSucceeded, RunStarted  # noqa: E402
 from scheduler.executors.celery import CeleryFleet  # noqa: E402
 from scheduler.fold import apply, fold  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def private_redis() -> Iterator[str]:
-    if shutil.which("redis-server") is None:
-        raise SystemExit("redis-server not found: install it or pass --broker URL")
-    port = free_port()
-    tmp = tempfile.mkdtemp(prefix="bench-redis-")
-    proc = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            tmp,
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "everysec",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-@contextmanager
-def worker(argv: list[str], env: dict[str, str], log: Path) -> Iterator[None]:
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while b" ready." not in log.read_bytes():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"worker did not start:\n{log.read_text()[-2000:]}")
-            time.sleep(0.1)
-        yield
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def fleet_items(broker: str, items: int) -> float:
@@ -146,15 +77,19 @@ def fleet_items(broker: str, items: int) -> float:
         fleet.close()
 
 
-def whole_path_items(broker: str, items: int, capacity: int, where: str) -> tuple[float, float]:
+def whole_path_items(
+    broker: str, items: int, capacity: int, where: str
+) -> tuple[float, float, float]:
     """The whole path: a real run (RunController: audit log with group commit, state,
     ready set, inputs, promotion) over the fleet, driving the contracts and the test
     suites of a flat tree of ``items // 2`` components (phased, so that it stops before
     any implementation, whose verification runs pytest), in a new project under
     ``where`` (left there: see main). Returns the seconds from the first dispatch to
-    the last test suite accepted, and the CPU seconds (user + system) this process,
+    the last test suite accepted, and the CPU seconds (user, system) this process,
     the scheduler, spent meanwhile: less noisy than the wall time, which depends on
-    how the machine shares its cores between the scheduler, the workers and Redis."""
+    how the machine shares its cores between the scheduler, the workers and Redis.
+    The system time is mostly the file system's (a run writes about seven files per
+    item), and varies with its state more than anything else here."""
     from pact_workers.models.tree import tree_from_data
     from scheduler.executors.celery_executor import CeleryExecutor
     from scheduler.launch import start_run
@@ -187,7 +122,7 @@ def whole_path_items(broker: str, items: int, capacity: int, where: str) -> tupl
     ended = {ItemStatus.FAILED, ItemStatus.POISONED, ItemStatus.CANCELLED, ItemStatus.SUSPENDED}
     controller.open()
     try:
-        started, cpu = time.perf_counter(), time.process_time()
+        started, times = time.perf_counter(), os.times()
         first = 0
         results: list[Any] = [None]
         while True:
@@ -210,7 +145,8 @@ def whole_path_items(broker: str, items: int, capacity: int, where: str) -> tupl
                 controller.handle(result)
             controller.tick(had_results=bool(results), commit=False)
         controller.journal.commit_all()
-        return time.perf_counter() - started, time.process_time() - cpu
+        wall, now = time.perf_counter() - started, os.times()
+        return wall, now.user - times.user, now.system - times.system
     finally:
         controller.close()
         executor.close()
@@ -281,6 +217,32 @@ def bookkeeping_s(items: int) -> float:
         return time.perf_counter() - started
 
 
+def measured(
+    batch: Callable[[], Any], worker_pid: int, redis_pid: int | None
+) -> tuple[Any, dict[str, float]]:
+    """Run ``batch``; return what it returned and the CPU seconds it cost this process
+    (user, system), the worker (with its pool) and Redis (when the server is ours)."""
+    before = (os.times(), cpu_s(worker_pid), cpu_s(redis_pid))
+    value = batch()
+    after = (os.times(), cpu_s(worker_pid), cpu_s(redis_pid))
+    spent = {
+        "user": after[0].user - before[0].user,
+        "system": after[0].system - before[0].system,
+    }
+    for name, was, now in (("worker", before[1], after[1]), ("redis", before[2], after[2])):
+        if was is not None and now is not None:
+            spent[name] = now - was
+    return value, spent
+
+
+def cpu_per_item(rounds: list[dict[str, float]], items: int) -> dict[str, float]:
+    """The medians over ``rounds`` of each process's CPU, and of their total, in ms per
+    item."""
+    ms = {name: statistics.median(r[name] for r in rounds) / items * 1000 for name in rounds[0]}
+    ms["total"] = statistics.median(sum(r.values()) for r in rounds) / items * 1000
+    return {name: round(value, 3) for name, value in ms.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=2000)
@@ -290,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
-    with private_redis() if args.broker is None else _given(args.broker) as broker:
+    redis_: Broker
+    with private_redis() if args.broker is None else given_redis(args.broker) as redis_:
+        broker = redis_.url
         env = {**os.environ, "PACT_BROKER_URL": broker, "PYTHONPATH": str(REPO)}
         logs = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
         py = sys.executable
@@ -303,8 +267,8 @@ def main(argv: list[str] | None = None) -> int:
                         "-Q", "bench.plain", "-P", "prefork", "-c", c, "-l", "INFO",
                         "-E"]  # fmt: skip
         with (
-            worker(fleet_worker, env, logs / "fleet-worker.log"),
-            worker(plain_worker, env, logs / "plain-worker.log"),
+            worker(fleet_worker, env, logs / "fleet-worker.log", REPO) as fleet_pid,
+            worker(plain_worker, env, logs / "plain-worker.log", REPO) as plain_pid,
         ):
             fleet_items(broker, min(100, args.items))  # warm up both pools
             plain_items(broker, min(100, args.items))
@@ -312,18 +276,33 @@ def main(argv: list[str] | None = None) -> int:
             fleet_runs: list[float] = []
             plain_runs: list[float] = []
             whole_runs: list[float] = []
-            whole_cpu: list[float] = []
+            cpu: dict[str, list[dict[str, float]]] = {"fleet": [], "plain": [], "whole": []}
             # The whole path's projects are removed only at the end: on ext4 without a
             # journal, creating files is slow for minutes after a removal of many
             # (see bench/scale.py), which would slow each round more than the last.
             projects = tempfile.mkdtemp(prefix="bench-whole-")
             try:
                 for _ in range(args.rounds):
-                    fleet_runs.append(fleet_items(broker, args.items))
-                    plain_runs.append(plain_items(broker, args.items))
-                    wall, cpu = whole_path_items(broker, args.items, 4 * args.concurrency, projects)
+                    wall, spent = measured(
+                        lambda: fleet_items(broker, args.items), fleet_pid, redis_.pid
+                    )
+                    fleet_runs.append(wall)
+                    cpu["fleet"].append(spent)
+                    wall, spent = measured(
+                        lambda: plain_items(broker, args.items), plain_pid, redis_.pid
+                    )
+                    plain_runs.append(wall)
+                    cpu["plain"].append(spent)
+                    (wall, user, system), spent = measured(
+                        lambda: whole_path_items(
+                            broker, args.items, 4 * args.concurrency, projects
+                        ),
+                        fleet_pid,
+                        redis_.pid,
+                    )
                     whole_runs.append(wall)
-                    whole_cpu.append(cpu)
+                    # This process's share: from the first dispatch on, not the setup.
+                    cpu["whole"].append({**spent, "user": user, "system": system})
             finally:
                 shutil.rmtree(projects, ignore_errors=True)
     fleet_s, plain_s = statistics.median(fleet_runs), statistics.median(plain_runs)
@@ -333,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     per = {
         "fleet": fleet_s / args.items * args.concurrency,
         "plain": plain_s / args.items * args.concurrency,
+    }
+    cpu_ms = {
+        "plain": cpu_per_item(cpu["plain"], args.items),
+        "fleet": cpu_per_item(cpu["fleet"], args.items),
+        "whole_path": cpu_per_item(cpu["whole"], whole_items),
     }
     result = {
         "items": args.items,
@@ -352,18 +336,27 @@ def main(argv: list[str] | None = None) -> int:
         "whole_path_items": whole_items,
         "whole_path_s_each": [round(x, 3) for x in whole_runs],
         "whole_path_scheduler_cpu_ms_per_item": round(
-            statistics.median(whole_cpu) / whole_items * 1000, 3
+            cpu_ms["whole_path"]["user"] + cpu_ms["whole_path"]["system"], 3
         ),
         "whole_path_items_per_s": round(whole_items / whole_s, 1),
         "whole_path_overhead_ms_per_item": round(
             whole_s / whole_items * args.concurrency * 1000, 2
         ),
         "whole_path_ratio": round((whole_s / whole_items) / (plain_s / args.items), 3),
+        # CPU per item of each process (user and system: this one, the client or the
+        # scheduler); with few cores, the wall-time ratios follow these totals.
+        "cpu_ms_per_item": cpu_ms,
+        "whole_path_cpu_ratio": round(cpu_ms["whole_path"]["total"] / cpu_ms["plain"]["total"], 3),
     }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         for key, value in result.items():
+            if key == "cpu_ms_per_item":
+                for path, split in cpu_ms.items():
+                    shown = ", ".join(f"{name} {ms}" for name, ms in split.items())
+                    print(f"{'cpu_ms_per_item ' + path:36} {shown}")
+                continue
             print(f"{key:36} {value}")
         verdict = "holds" if result["overhead_ratio"] <= 1.5 else "does NOT hold"
         print(f"target (fleet overhead <= 1.5x plain Celery's): {verdict}")
@@ -372,11 +365,6 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "holds" if result["whole_path_items_per_s"] >= 1000 else "does NOT hold"
         print(f"target (one scheduler, whole path, >= 1,000 items/s): {verdict}")
     return 0
-
-
-@contextmanager
-def _given(url: str) -> Iterator[str]:
-    yield url
 
 
 if __name__ == "__main__":

@@ -83,8 +83,14 @@ def test_fleet_bench_pushes_the_items_through_the_fleet_plain_celery_and_a_real_
     # and test suite each, driven to the end by the run loop over the fleet.
     assert found["whole_path_items"] == 40
     assert found["whole_path_scheduler_cpu_ms_per_item"] > 0
-    for key in ("overhead_ratio", "whole_path_ratio"):
+    for key in ("overhead_ratio", "whole_path_ratio", "whole_path_cpu_ratio"):
         assert math.isfinite(found[key]) and found[key] > 0, key
+    # Where the CPU went, per path: this process's, and the worker's (read in /proc);
+    # Redis's only when the bench started its own, not with --broker.
+    for path, split in found["cpu_ms_per_item"].items():
+        assert set(split) == {"user", "system", "worker", "total"}, path
+        assert split["worker"] > 0 and split["user"] > 0, path
+        assert split["total"] >= split["worker"], path
 
 
 def test_cache_bench_asks_the_agent_only_for_what_earlier_trees_did_not_cover() -> None:
