@@ -21,6 +21,7 @@ from scheduler.journal import Listener
 from scheduler.launch import load_run
 from scheduler.lifecycle.cancel import void_fleet_request
 from scheduler.project import ProjectDir
+from scheduler.rebuild import disk_inconsistencies
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.settings import load_settings
 from scheduler.state import RunState, RunStatus
@@ -82,10 +83,15 @@ def resume_run(
         strategy = compute_resume_strategy(basis, project, from_phase=from_phase, redo=redo)
     except ValueError as exc:
         raise InputError(f"{project_dir}: cannot resume: {exc}") from exc
-    # After the strategy: a run with nothing to resume is told so before the whole log is
-    # folded to check state.json (seconds at 10,000 components), and a state that is
-    # already that fold (no usable snapshot) is not folded again.
-    problems = state_json_problems(project_dir=project_dir, truth=None if from_snapshot else state)
+    # After the strategy: a run with nothing to resume is told so before anything is
+    # checked. An intact snapshot and the log's tail are the log's fold: state.json being
+    # behind the log is how snapshots work (a killed run's always is), not something to
+    # repair, so only the disk is checked. Any other state.json is compared with the
+    # state, which then is the fold of the whole log.
+    if from_snapshot:
+        problems = disk_inconsistencies(state, project)
+    else:
+        problems = state_json_problems(project_dir=project_dir, truth=state)
     if interrupted:
         basis.pause_reason = "interrupted: the previous pact process stopped before the run ended"
     execute_resume(

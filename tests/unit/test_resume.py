@@ -246,3 +246,37 @@ def test_resuming_a_completed_run_says_so_without_folding_the_whole_log(
     assert res.exit_code == 2
     assert "already complete" in res.output
     assert whole_log_reads == []
+
+
+def test_resuming_from_a_snapshot_behind_the_log_repairs_only_the_disk(
+    tmp_path: Path, whole_log_reads: list[Path]
+) -> None:
+    """A killed run's state.json is its last snapshot, behind the log by design. `pact
+    resume` carries on from it and the log's tail: it does not fold the whole log to
+    compare state.json with, nor call the lag an inconsistency (it reported every item
+    done since the snapshot as "repaired on resume"); a verified file gone from the disk
+    is still reported, and recorded in run_resumed."""
+    from typer.testing import CliRunner
+
+    from scheduler.cli import app
+
+    run = RunBuilder(tmp_path, star_tree(2))
+    run.complete("c1")
+    run.project.write_state(fold(read_events(run.project.audit_path)[0]))
+    run.complete("c2")
+    run.succeed("root", Phase.CONTRACT)
+    project = run.close()  # still active: the process that drove it was killed
+    (project.contracts_dir / "c2" / "interface.json").unlink()
+    whole_log_reads.clear()
+    res = CliRunner().invoke(app, ["resume", str(project.root), "--agent", "noop"])
+    assert res.exit_code == 0, res.output
+    repaired = [line for line in res.output.splitlines() if "repaired on resume" in line]
+    assert len(repaired) == 1, res.output
+    assert "c2/contract" in repaired[0] and "missing on disk" in repaired[0]
+    assert whole_log_reads == []
+    events, _ = read_events(project.audit_path)
+    resumed = [e for e in events if isinstance(e, RunResumed)]
+    assert len(resumed) == 1 and len(resumed[0].inconsistencies) == 1
+    assert "c2/contract" in resumed[0].inconsistencies[0]
+    assert rebuild_state(project.root).status is RunStatus.COMPLETED
+    assert (project.contracts_dir / "c2" / "interface.json").is_file()  # repaired
