@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pact_workers.sandbox.reaper import descendants
+
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -110,30 +112,22 @@ def worker(argv: list[str], env: dict[str, str], log: Path, cwd: Path) -> Iterat
 def cpu_s(pid: int | None) -> float | None:
     """CPU seconds (user + system) process ``pid`` and its living descendants have spent
     (a prefork worker's pool processes are its children); ``None`` without ``/proc`` or
-    ``pid``."""
+    ``pid``, or when it is gone."""
     if pid is None or not os.path.isdir("/proc"):
         return None
-    parents: dict[int, int] = {}
-    spent: dict[int, float] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:  # gone meanwhile
-            continue
-        # Fields after the command (which may hold spaces): state, ppid, ... utime, stime.
-        fields = stat[stat.rindex(b")") + 2 :].split()
-        parents[int(name)] = int(fields[1])
-        spent[int(name)] = (int(fields[11]) + int(fields[12])) / _TICKS
-    if pid not in spent:
+    spent = [_own_cpu_s(p) for p in [pid, *descendants(pid)]]
+    if spent[0] is None:
         return None
-    family, grew = {pid}, True
-    while grew:
-        grew = False
-        for child, parent in parents.items():
-            if parent in family and child not in family:
-                family.add(child)
-                grew = True
-    return sum(spent[p] for p in family)
+    return sum(s for s in spent if s is not None)
+
+
+def _own_cpu_s(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:  # gone meanwhile
+        return None
+    # The fields after the command name (which may hold spaces): utime and stime are
+    # the 12th and 13th.
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
