@@ -90,14 +90,15 @@ def load_state(project: ProjectDir) -> tuple[RunState, list[str]]:
     return state, warnings
 
 
-def load_run(project: ProjectDir) -> tuple[RunState, list[str], bool]:
-    """:func:`load_state`, and whether an intact snapshot was its starting point."""
+def load_run(project: ProjectDir) -> tuple[RunState, list[str], int | None]:
+    """:func:`load_state`, and the last event (``seq``) of the intact snapshot that was
+    its starting point (None: there was none, the whole log was folded)."""
     project.require_run()
-    state, warnings, from_snapshot = load_folded(project)
+    state, warnings, covered = load_folded(project)
     require_a_run(state, project, unreadable=len(warnings))
     state.project_dir = str(project.root)
     state.warnings = warnings
-    return state, warnings, from_snapshot
+    return state, warnings, covered
 
 
 def require_a_run(state: RunState, project: ProjectDir, *, unreadable: int) -> None:

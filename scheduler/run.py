@@ -34,7 +34,7 @@ from scheduler.executors.base import Executor
 from scheduler.gates.handling import GateHandling
 from scheduler.gates.keeper import GateKeeper
 from scheduler.journal import Listener, RunJournal
-from scheduler.launch import load_state
+from scheduler.launch import load_run
 from scheduler.leases import LeaseBook, interrupted
 from scheduler.leasewatch import LeaseWatching
 from scheduler.lifecycle.cancelling import CancelHandling
@@ -244,10 +244,11 @@ class RunController(
         return True
 
     def _recover(self) -> None:
-        self.journal.state, warnings = load_state(self.project)
+        state, warnings, covered = load_run(self.project)
+        self.journal.loaded(state, covered)
         for warning in warnings:
             log.warning(warning)
-        assert self.state.tree is not None  # load_state refuses a log without a run
+        assert self.state.tree is not None  # load_run refuses a log without a run
         self.scheduler = WavefrontScheduler(
             self.state.tree,
             dependencies=self.state.dependencies,

@@ -117,17 +117,19 @@ def read_snapshot(project: ProjectDir) -> Snapshot | None:
     return snap if digest == snap.log_tail_digest else None
 
 
-def load_folded(project: ProjectDir) -> tuple[RunState, list[str], bool]:
+def load_folded(project: ProjectDir) -> tuple[RunState, list[str], int | None]:
     """The state of the whole log: the snapshot plus the log's tail when the snapshot's
     mark matches, else a fold of the whole log. Also: the warnings about unreadable
-    lines read, and whether the snapshot was the starting point."""
+    lines read, and the last event the snapshot covered when it was the starting point
+    (its ``seq``; None: the whole log was folded)."""
     snap = read_snapshot(project)
     if snap is not None:
+        covered = snap.state.last_seq  # the fold goes on in this very state
         events, warnings = read_events(project.audit_path, offset=snap.log_offset)
         if warnings:
-            return fold_damaged(events, snap.state), warnings, True
-        return fold(events, snap.state), warnings, True
+            return fold_damaged(events, snap.state), warnings, covered
+        return fold(events, snap.state), warnings, covered
     events, warnings = read_events(project.audit_path)
     if warnings:  # folded as far as it goes: events a lost line made illegal are skipped
-        return fold_damaged(events), warnings, False
-    return fold(events), warnings, False
+        return fold_damaged(events), warnings, None
+    return fold(events), warnings, None

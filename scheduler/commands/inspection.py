@@ -48,8 +48,8 @@ def status_report(
     """
     project = ProjectDir(project_dir)
     check_run_dir(project)
-    state, warnings, from_snapshot = load_run(project)
-    if from_snapshot:
+    state, warnings, covered = load_run(project)
+    if covered is not None:
         problems = disk_inconsistencies(state, project, contents=False, untouched=untouched)
     else:  # the state is the fold of the whole log: compare state.json with it
         problems = state_json_problems(project_dir=project_dir, truth=state)

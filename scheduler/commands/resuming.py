@@ -59,7 +59,7 @@ def resume_run(
         raise RunDirError(f"{project.pact}: not writable by this user; cannot resume here")
     with AuditLog(project.audit_path):
         pass  # fails at once when another pact process holds the run
-    state, _, from_snapshot = load_run(project)
+    state, _, covered = load_run(project)
     settings = load_settings(project.settings_path)
     new_agent: tuple[str, dict[str, str]] | None = None
     sandbox = make_sandbox(sandbox_name)
@@ -88,7 +88,7 @@ def resume_run(
     # behind the log is how snapshots work (a killed run's always is), not something to
     # repair, so only the disk is checked. Any other state.json is compared with the
     # state, which then is the fold of the whole log.
-    if from_snapshot:
+    if covered is not None:
         problems = disk_inconsistencies(state, project)
     else:
         problems = state_json_problems(project_dir=project_dir, truth=state)

@@ -13,7 +13,7 @@ from scheduler.events import Event, RunCompleted, RunResumed
 from scheduler.fold import fold
 from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
 from scheduler.resume import compute_resume_strategy, execute_resume
-from scheduler.state import RunStatus
+from scheduler.state import RunState, RunStatus
 from tests.runs import RunBuilder, star_tree
 
 
@@ -280,3 +280,43 @@ def test_resuming_from_a_snapshot_behind_the_log_repairs_only_the_disk(
     assert "c2/contract" in resumed[0].inconsistencies[0]
     assert rebuild_state(project.root).status is RunStatus.COMPLETED
     assert (project.contracts_dir / "c2" / "interface.json").is_file()  # repaired
+
+
+def test_a_run_resumed_from_an_up_to_date_snapshot_does_not_write_it_again_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pact resume` writes the snapshot of its run_resumed; the run loop that then opens
+    the run counts the next periodic snapshot from that one, instead of writing state.json
+    again at its first turn (at 10,000 components each write takes over a second)."""
+    from typer.testing import CliRunner
+
+    from scheduler import journal
+    from scheduler.cli import app
+    from scheduler.project import ProjectDir
+
+    monkeypatch.setattr(journal, "SNAPSHOT_EVERY_EVENTS", 30)
+    run = RunBuilder(tmp_path, star_tree(3))
+    for cid in ("c1", "c2", "c3"):
+        run.complete(cid)
+    run.succeed("root", Phase.CONTRACT)
+    run.succeed("root", Phase.TEST)
+    run.pause("waiting for a human")
+    project = run.close()
+    before = fold(read_events(project.audit_path)[0])
+    assert before.last_seq >= 30  # a snapshot would be due at once, counted from 0
+    project.write_state(before)
+    written: list[int] = []
+    write_state = ProjectDir.write_state
+
+    def counted(self: ProjectDir, state: RunState, log_offset: int | None = None) -> None:
+        written.append(state.last_seq)
+        write_state(self, state, log_offset=log_offset)
+
+    monkeypatch.setattr(ProjectDir, "write_state", counted)
+    res = CliRunner().invoke(app, ["resume", str(project.root), "--agent", "noop"])
+    assert res.exit_code == 0, res.output
+    after = rebuild_state(project.root)
+    assert after.status is RunStatus.COMPLETED
+    assert after.last_seq - before.last_seq < 30  # no periodic snapshot was due
+    # run_resumed's, then the final one: none in between.
+    assert written == [before.last_seq + 1, after.last_seq]
