@@ -100,6 +100,7 @@ def resume_run(
         inconsistencies=problems,
         original_status="interrupted" if interrupted else None,
         agent=new_agent,
+        in_place=True,  # the run is driven from the log and its new snapshot
     )
     if executor_name == "celery" and broker_url is not None:
         # A resume lifts a cancel: a fleet request no scheduler took before it stopped is void.
