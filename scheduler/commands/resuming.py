@@ -94,7 +94,7 @@ def resume_run(
         problems = state_json_problems(project_dir=project_dir, truth=state)
     if interrupted:
         basis.pause_reason = "interrupted: the previous pact process stopped before the run ended"
-    execute_resume(
+    resumed = execute_resume(
         basis,
         strategy,
         inconsistencies=problems,
@@ -116,5 +116,6 @@ def resume_run(
         broker_url=broker_url,
         stop=stop,
         cache=cache,
+        opened=resumed,
     )
     return final, problems

@@ -245,9 +245,12 @@ def drive_run(
     broker_url: str | None = None,
     stop: threading.Event | None = None,
     cache: ActionCache | None = None,
+    opened: RunState | None = None,
 ) -> RunState:
     """Drive a started run; ``cache``: the action cache of an embedded run (a fleet run
-    uses the fleet's, in Redis, unless its mode is off)."""
+    uses the fleet's, in Redis, unless its mode is off). ``opened``: the run's state as
+    the caller just loaded it, if it did (a fleet run needs its id and agent; loading a
+    large run again takes a second)."""
     executor: Executor
     if executor_name == "celery":
         # The fleet's modules (Celery, redis-py) load only for a fleet run.
@@ -257,7 +260,8 @@ def drive_run(
         from scheduler.executors.celery_executor import CeleryExecutor
 
         assert broker_url is not None
-        opened = load_state(project)[0]
+        if opened is None:
+            opened = load_state(project)[0]
         run_id = opened.run_id
         fleet_executor = CeleryExecutor.single_run(broker_url, run_id, capacity=workers)
         if effective_mode(settings.cache, opened.agent) is not CacheMode.OFF:
