@@ -295,6 +295,7 @@ def test_a_run_resumed_from_an_up_to_date_snapshot_does_not_write_it_again_at_on
     from scheduler.project import ProjectDir
 
     monkeypatch.setattr(journal, "SNAPSHOT_EVERY_EVENTS", 30)
+    monkeypatch.setattr(journal, "SNAPSHOT_EVERY_S", 3600.0)  # counted in events only
     run = RunBuilder(tmp_path, star_tree(3))
     for cid in ("c1", "c2", "c3"):
         run.complete(cid)
