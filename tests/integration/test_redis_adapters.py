@@ -234,10 +234,33 @@ def test_prefetching_bundles_fetches_what_the_local_tier_lacks_in_two_round_trip
         here.get_bundle(missing)
 
 
-def test_an_attempt_reads_its_inputs_in_two_round_trips(client: redis.Redis) -> None:
+def reads_received(server: redis.Redis, since: int) -> list[str]:
+    """The GETs and MGETs ``server`` received after slow-log entry ``since``, in order, as
+    "GET" or "MGET <keys>" (the slow log, at a threshold of 0, records every command)."""
+    entries = sorted(server.slowlog_get(1000), key=lambda e: e["id"])
+    words = [e["command"].split() for e in entries if e["id"] > since]
+    return [
+        "GET" if w[0].upper() == b"GET" else f"MGET {len(w) - 1}"
+        for w in words
+        if w[0].upper() in {b"GET", b"MGET"}
+    ]
+
+
+def last_entry(server: redis.Redis) -> int:
+    entries = server.slowlog_get(1)
+    return int(entries[0]["id"]) if entries else -1
+
+
+def test_an_attempt_reads_its_inputs_in_two_round_trips(
+    private_redis: RedisServer, connect: Callable[..., redis.Redis]
+) -> None:
     """A worker reads every bundle of an attempt, verification's inputs too, with one MGET
     of their manifests and one of their files, and the harness reuses what was read
-    (it read the spec again, and each bundle took a GET and an MGET)."""
+    (it read the spec again, and each bundle took a GET and an MGET). Counted by the
+    server itself, which hears no other client."""
+    client = connect(private_redis.url)
+    client.config_set("slowlog-log-slower-than", 0)
+    client.config_set("slowlog-max-len", 1000)
     store = ArtifactStore(RedisBlobStore(client))
     spec = {"spec.json": json.dumps({"component_id": "store", "children": []}).encode()}
     inputs = {
@@ -254,29 +277,17 @@ def test_an_attempt_reads_its_inputs_in_two_round_trips(client: redis.Redis) -> 
         inputs=inputs,
         verify_inputs=verify_inputs,
     )
-    seen: list[str] = []
     agent_saw: list[dict[str, dict[str, bytes]]] = []
-    get, mget = redis.Redis.get, redis.Redis.mget
-
-    def counted_get(self: redis.Redis, name: str) -> object:
-        seen.append("GET")
-        return get(self, name)
-
-    def counted_mget(self: redis.Redis, keys_: list[str], *args: str) -> object:
-        seen.append(f"MGET {len(keys_)}")
-        return mget(self, keys_, *args)
 
     class Recording(NoopAgent):
         def produce(self, request: AgentRequest) -> AgentOutput:
             agent_saw.append(dict(request.inputs))
             return super().produce(request)
 
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(redis.Redis, "get", counted_get)
-        m.setattr(redis.Redis, "mget", counted_mget)
-        outcome = execute_task(task, agent=Recording(), sandbox=LocalSandbox(), store=store)
+    since = last_entry(client)
+    outcome = execute_task(task, agent=Recording(), sandbox=LocalSandbox(), store=store)
     assert outcome.outcome == "ok", outcome.error
-    assert seen == ["MGET 4", "MGET 4"]
+    assert reads_received(client, since) == ["MGET 4", "MGET 4"]
     assert agent_saw == [
         {
             "spec": spec,
@@ -285,15 +296,12 @@ def test_an_attempt_reads_its_inputs_in_two_round_trips(client: redis.Redis) -> 
         }
     ]
     # Bundles a worker has read before are known by their manifests: one MGET.
-    seen.clear()
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(redis.Redis, "get", counted_get)
-        m.setattr(redis.Redis, "mget", counted_mget)
-        assert store.get_bundles([inputs["spec"], inputs["lessons"]]) == {
-            inputs["spec"]: spec,
-            inputs["lessons"]: {"lessons.json": b"[]"},
-        }
-    assert seen == ["MGET 2"]
+    since = last_entry(client)
+    assert store.get_bundles([inputs["spec"], inputs["lessons"]]) == {
+        inputs["spec"]: spec,
+        inputs["lessons"]: {"lessons.json": b"[]"},
+    }
+    assert reads_received(client, since) == ["MGET 2"]
     # A bundle that is not there fails the read, naming it.
     missing = digest_bytes(b"never stored")
     with pytest.raises(ArtifactError, match=f"{missing} is missing"):
