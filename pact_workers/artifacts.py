@@ -117,12 +117,18 @@ class ArtifactStore:
             sync()
 
     def get_manifest(self, digest: str) -> dict[str, str]:
+        cached = self._known_manifest(digest)
+        if cached is not None:
+            return dict(cached)
+        return dict(self._parse_manifest(digest, self.blobs.get_blob(digest)))
+
+    def _known_manifest(self, digest: str) -> dict[str, str] | None:
+        """The cached manifest named ``digest`` (marked as just used), or None."""
         with self._lock:
             cached = self._manifests.get(digest)
             if cached is not None:
                 self._manifests.move_to_end(digest)
-                return dict(cached)
-        return dict(self._parse_manifest(digest, self.blobs.get_blob(digest)))
+            return cached
 
     def _parse_manifest(self, digest: str, doc: bytes) -> dict[str, str]:
         """The manifest ``doc`` (the blob named ``digest``), parsed and cached."""
@@ -182,12 +188,10 @@ class ArtifactStore:
         if get_many is None:
             return {digest: self.get_bundle(digest) for digest in wanted}
         manifests: dict[str, dict[str, str]] = {}
-        with self._lock:
-            for digest in wanted:
-                cached = self._manifests.get(digest)
-                if cached is not None:
-                    self._manifests.move_to_end(digest)
-                    manifests[digest] = cached
+        for digest in wanted:
+            cached = self._known_manifest(digest)
+            if cached is not None:
+                manifests[digest] = cached
         unknown = [digest for digest in wanted if digest not in manifests]
         for digest, doc in zip(unknown, get_many(unknown) if unknown else [], strict=True):
             manifests[digest] = self._parse_manifest(digest, doc)

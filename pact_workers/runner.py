@@ -113,7 +113,7 @@ def execute_task(
             check(files, task.component_id)
             return result(outcome="ok", output=store.put_bundle(files))
         progress("verify")
-        test_results = _verify(task, files, sandbox=sandbox, store=store, bundles=bundles)
+        test_results = _verify(task, files, sandbox=sandbox, bundles=bundles)
         digest = store.put_bundle(files)
     except _TestsFailed as exc:
         return result(
@@ -174,7 +174,7 @@ def _serve_cached(
             return True, None
         files = store.get_bundle(task.cached.output)
         progress("verify")
-        return True, _verify(task, files, sandbox=sandbox, store=store, bundles=bundles)
+        return True, _verify(task, files, sandbox=sandbox, bundles=bundles)
     except (_TestsFailed, VerificationError, ArtifactError) as exc:
         log.warning(
             "attempt %s: the harness rejected the cached result %s (%s); asking the agent",
@@ -220,21 +220,15 @@ def _verify(
     files: Bundle,
     *,
     sandbox: Sandbox,
-    store: ArtifactStore,
     bundles: Mapping[str, Bundle],
 ) -> TestResults | None:
-    """The harness's check of ``files``; ``bundles``: the attempt's inputs and
-    verification inputs, read already (by digest)."""
-
-    def bundle(digest: str) -> Bundle:
-        found = bundles.get(digest)
-        return found if found is not None else store.get_bundle(digest)
-
+    """The harness's check of ``files``; ``bundles``: every bundle of the attempt's
+    inputs and verification inputs, read already (by digest)."""
     cid = task.component_id
     if task.phase is Phase.CONTRACT:
         # The results of a contract are the import probe of its dependency names: the
         # scheduler, which knows the tree, decides which of them must be importable.
-        spec = bundle(task.inputs["spec"]) if "spec" in task.inputs else {}
+        spec = bundles[task.inputs["spec"]] if "spec" in task.inputs else {}
         return probe_contract_imports(
             sandbox,
             verify_contract(files, cid),
@@ -246,13 +240,13 @@ def _verify(
         verify_test_suite(files, cid)
         return None
     check_implementation_files(files, cid)
-    verify_inputs = {name: bundle(d) for name, d in task.verify_inputs.items()}
+    verify_inputs = {name: bundles[d] for name, d in task.verify_inputs.items()}
     tests = verify_inputs.get("tests", {})
     if not tests:
         raise VerificationError(f"component {cid!r}: no contract tests to verify against")
     implementation = _merge(verify_inputs.get("deps_src", {}), files, cid)
     contract_digest = task.inputs.get("contract")
-    contract_files = bundle(contract_digest) if contract_digest else {}
+    contract_files = bundles[contract_digest] if contract_digest else {}
     results, _ = run_contract_tests(
         sandbox,
         implementation=implementation,
