@@ -179,9 +179,16 @@ class ProjectDir:
                 shutil.rmtree(leftover, ignore_errors=True)
             for leftover in base.glob("*/.*.old-*"):
                 shutil.rmtree(leftover, ignore_errors=True)
-            for name in ("interface.json", "test_results.json"):
-                for leftover in base.glob(f"*/.{name}.*"):
+            # The temporary files of atomic writes (``.<name>.<pid>.<n>``) of whatever
+            # file is written there: a contract, test results, a provenance sidecar. No
+            # other file in a component's directory starts with a dot.
+            for leftover in base.glob("*/.*"):
+                if leftover.is_file():
                     leftover.unlink(missing_ok=True)
+        # Baselines are written atomically too, each its own file in one directory.
+        for leftover in (self.pact / "baselines").glob(".*"):
+            if leftover.is_file():
+                leftover.unlink(missing_ok=True)
         if self.state_path.parent.exists():
             for leftover in self.state_path.parent.glob(f".{self.state_path.name}.*"):
                 leftover.unlink(missing_ok=True)

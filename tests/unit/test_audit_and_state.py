@@ -106,6 +106,9 @@ def test_the_startup_sweep_removes_what_a_crash_left_mid_promotion(tmp_path: Pat
         project.implementations_dir / "a" / ".test_results.json.m241ur55",
         project.implementations_dir / "a" / ".src.new-q1w2e3" / "a.py",
         project.state_path.parent / f".{project.state_path.name}.z9y8x7",
+        # A provenance sidecar's and a baseline's (a SIGKILL mid-run left the first).
+        project.contracts_dir / "a" / ".interface.meta.json.22086.35",
+        project.pact / "baselines" / ".a.json.22086.36",
     ]
     for path in leftovers:
         path.parent.mkdir(parents=True, exist_ok=True)
