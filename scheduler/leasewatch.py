@@ -35,8 +35,8 @@ class LeaseWatching(RunPart):
     def _reclaim_lost(self) -> None:
         """Attempts whose worker stopped renewing its lease are dispatched again."""
         current = {(i.component_id, i.phase, i.attempt) for i in self.state.in_flight()}
-        for lease in self.executor.lost():
+        for lease, why in self.executor.lost():
             if lease in current:
                 self.leases.release(lease)
-                error = "WorkerLost: the worker's lease expired (it stopped or lost Redis)"
+                error = f"WorkerLost: {why}"
                 self._fail(lease_failure(self.state.run_id, lease, WORKER_LOST, error))

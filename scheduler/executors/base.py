@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
+
+#: Why an attempt whose running lease lapsed counts as lost.
+LEASE_EXPIRED = "the worker's lease expired (it stopped or lost Redis)"
+
+
+class LostAttempt(NamedTuple):
+    """An attempt whose worker is gone, and how the executor knows (for the audit log)."""
+
+    lease: tuple[str, Phase, int]  # component, phase, attempt
+    why: str
 
 
 @runtime_checkable
@@ -33,8 +43,8 @@ class Executor(Protocol):
         """The result is in the audit log: the executor may forget it for good."""
         ...
 
-    def lost(self) -> list[tuple[str, Phase, int]]:
-        """Attempts whose worker is gone (lease expired); each is reported once."""
+    def lost(self) -> list[LostAttempt]:
+        """Attempts whose worker is gone (lease expired, message lost); each reported once."""
         ...
 
     def adopt(self, attempts: list[tuple[str, Phase, int]]) -> None:

@@ -32,7 +32,8 @@ from pact_workers.fleet.connection import check_redis_url, redis_from_url
 from pact_workers.fleet.leases import QUEUED, RUNNING, SENT, VERIFY_SUFFIX, Leases
 from pact_workers.fleet.results import ResultStreams
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
-from scheduler.executors.messages import queued_task_ids, taken_task_ids
+from scheduler.executors.base import LostAttempt
+from scheduler.executors.messages import CLAIM_GRACE_S, queued_task_ids, taken_task_ids, why_lost
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class CeleryFleet:
         stream: str | None = None,
         consumer: str = "scheduler",
         lease_ttl_s: float = 10.0,
-        claim_grace_s: float = 30.0,
+        claim_grace_s: float = CLAIM_GRACE_S,
         claim_idle_ms: int = 30_000,
     ) -> None:
         """``stream``: one stream for every result (default: each run's own,
@@ -255,7 +256,7 @@ class CeleryFleet:
         :meth:`alive` last read them (``agent`` or ``verify``), taken as read."""
         return list(self._stages.pop(run_id, {}).items())
 
-    def lost(self, run_id: str) -> list[tuple[str, Phase, int]]:
+    def lost(self, run_id: str) -> list[LostAttempt]:
         """Attempts of ``run_id`` with neither a lease nor a done marker (the worker died),
         adopted attempts still queued (see :meth:`adopt`), attempts whose message a
         worker took but never claimed, and sent attempts whose message is nowhere on
@@ -276,7 +277,6 @@ class CeleryFleet:
         nowhere = self._nowhere([k for k in waiting if state_of[k] == SENT], taken, now)
         gone = []
         for lease, finished in zip(mine, done, strict=True):
-            c, p, a = lease[1:]
             state = state_of[lease]
             unsent = lease in self._adopted and state == QUEUED
             self._adopted.discard(lease)
@@ -291,9 +291,16 @@ class CeleryFleet:
             if lease not in nowhere:
                 self._missing_since.pop(lease, None)
             vanished = now - nowhere.get(lease, now) > self.claim_grace_s
-            if (state is None and not finished) or unsent or unclaimed or vanished:
+            why = why_lost(
+                expired=state is None and not finished,
+                unsent=unsent,
+                unclaimed=unclaimed,
+                vanished=vanished,
+                grace_s=self.claim_grace_s,
+            )
+            if why is not None:
                 self._forget_attempt(lease)
-                gone.append((c, p, a))
+                gone.append(LostAttempt(lease[1:], why))
         return gone
 
     def _nowhere(self, sent: list[Lease], taken: set[str], now: float) -> dict[Lease, float]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pact_workers.fleet import keys
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
+from scheduler.executors.base import LostAttempt
 from scheduler.executors.celery import CeleryFleet, task_id_of
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class CeleryExecutor:
     def ack(self, result: ResultMessage) -> None:
         self.fleet.ack(result)
 
-    def lost(self) -> list[tuple[str, Phase, int]]:
+    def lost(self) -> list[LostAttempt]:
         return self.fleet.lost(self.run_id)
 
     def adopt(self, attempts: list[tuple[str, Phase, int]]) -> None:

@@ -16,6 +16,7 @@ from pact_workers.models.work import ErrorClass, Phase, ResultMessage, TaskMessa
 from pact_workers.runner import execute_task
 from pact_workers.sandbox.base import Sandbox
 from pact_workers.sandbox.cancel import cancellable
+from scheduler.executors.base import LostAttempt
 
 
 class LocalExecutor:
@@ -107,7 +108,7 @@ class LocalExecutor:
     def ack(self, result: ResultMessage) -> None:
         """Nothing to do: results live only in this process's queue."""
 
-    def lost(self) -> list[tuple[str, Phase, int]]:
+    def lost(self) -> list[LostAttempt]:
         return []  # a thread cannot vanish without its future reporting
 
     def adopt(self, attempts: list[tuple[str, Phase, int]]) -> None:

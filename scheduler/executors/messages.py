@@ -20,6 +20,16 @@ from collections.abc import Iterable
 
 import redis
 
+from scheduler.executors.base import LEASE_EXPIRED
+
+#: How long a message may be taken by a worker without its lease claimed, or be nowhere
+#: on the broker, before its attempt counts as lost. A live worker claims within
+#: milliseconds of taking a message (and its pool process again when it starts it), so
+#: this only has to outlast the scheduler's own reads racing a worker's take; a worker
+#: killed between taking and claiming is noticed this long after (30 s made a killed
+#: worker's recovery ten times slower than a lease TTL's in that window).
+CLAIM_GRACE_S = 10.0
+
 #: The longest queue whose messages are read to look for an attempt's.
 QUEUE_SCAN_LIMIT = 500
 
@@ -73,3 +83,18 @@ def queued_task_ids(
             if task is not None:
                 ids.add(task)
     return found
+
+
+def why_lost(
+    *, expired: bool, unsent: bool, unclaimed: bool, vanished: bool, grace_s: float
+) -> str | None:
+    """What the audit log says of a lost attempt; None when it is not lost."""
+    if expired:
+        return LEASE_EXPIRED
+    if unsent:
+        return "its message was never sent (the scheduler that dispatched it stopped first)"
+    if unclaimed:
+        return f"a worker took its message and did not claim it within {grace_s:g}s (it died)"
+    if vanished:
+        return f"its message was nowhere on the broker (not queued, not taken) for {grace_s:g}s"
+    return None

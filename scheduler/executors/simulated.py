@@ -21,6 +21,7 @@ from graphlib import TopologicalSorter
 from pact_workers.artifacts import ArtifactStore, Bundle
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
+from scheduler.executors.base import LostAttempt
 from scheduler.wavefront import Key, WorkGraph
 
 __all__ = [
@@ -186,7 +187,7 @@ class SimulatedExecutor:
     def ack(self, result: ResultMessage) -> None:
         """Nothing to acknowledge: results are handed over once."""
 
-    def lost(self) -> list[tuple[str, Phase, int]]:
+    def lost(self) -> list[LostAttempt]:
         return []
 
     def adopt(self, attempts: list[tuple[str, Phase, int]]) -> None:

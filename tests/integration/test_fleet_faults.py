@@ -40,6 +40,7 @@ from scheduler.events import (
     ResultDropped,
     RunStarted,
 )
+from scheduler.executors.messages import CLAIM_GRACE_S
 from scheduler.fold import fold
 from scheduler.policy import STALLED, WORKER_LOST
 from scheduler.project import ProjectDir
@@ -55,8 +56,9 @@ AUTHOR_ROLES = ("contract_author", "test_author")
 CODE_ROLES = ("code_author", "integrator")
 #: Lease TTL of the code workers that get killed: a dead one is noticed within this.
 KILLED_LEASE_TTL_S = 3.0
-#: A recovery must take less than this: 3 lease TTLs plus polling and the retry's
-#: backoff; 80 times below the broker's own redelivery (the visibility timeout).
+#: A recovery must take less than this: 3 lease TTLs, or the claim grace of a message
+#: the worker took and died before claiming (CLAIM_GRACE_S), plus polling and the
+#: retry's backoff; 80 times below the broker's own redelivery (the visibility timeout).
 RECOVERY_BOUND_S = 30.0
 #: Generous bounds on one run of the example (about 9 s on a healthy fleet).
 RUN_TIMEOUT_S = 180.0
@@ -358,7 +360,8 @@ class Kill:
     target: AttemptKey
     killed_at: float
     hit: bool
-    recoveries: list[tuple[AttemptKey, float]]
+    #: Each lost attempt, how long until its next attempt was dispatched, and why lost.
+    recoveries: list[tuple[AttemptKey, float, str]]
 
 
 @pytest.mark.slow
@@ -438,18 +441,22 @@ def test_worker_killed_mid_implementation_ten_times(
                 recovery_s = ts(nxt[0]) - killed_at
                 assert 0 < recovery_s < RECOVERY_BOUND_S, (
                     f"{attempt_of(e)} was dispatched again {recovery_s:.1f} s after the kill "
-                    f"(bound {RECOVERY_BOUND_S} s): {context}"
+                    f"(bound {RECOVERY_BOUND_S} s; {e.error}): {context}"
                 )
-                recoveries.append((attempt_of(e), recovery_s))
+                recoveries.append((attempt_of(e), recovery_s, e.error))
             kills.append(Kill(i, target, killed_at, hit, recoveries))
             print(
                 f"kill {i}: target {target[0]}/{target[1].value}#{target[2]} "
                 f"{'hit' if hit else 'had finished'}; recoveries "
-                + (", ".join(f"{c}/{p.value}#{a}: {s:.2f} s" for (c, p, a), s in recoveries) or "-")
+                + (
+                    ", ".join(f"{c}/{p.value}#{a}: {s:.2f} s" for (c, p, a), s, _ in recoveries)
+                    or "-"
+                )
+                + "".join(f"\n  {why}" for why in sorted({why for *_, why in recoveries}))
             )
             replacement.stop()
 
-    times = [s for k in kills for _, s in k.recoveries]
+    times = [s for k in kills for _, s, _ in k.recoveries]
     hits = sum(k.hit for k in kills)
     print(
         f"\nworker loss recovery over {KILLS} kills ({hits} hit a running attempt, "
@@ -464,6 +471,7 @@ def test_worker_killed_mid_implementation_ten_times(
     )
     assert hits >= KILLS * 7 // 10, f"only {hits} of {KILLS} kills hit a running attempt"
     assert RECOVERY_BOUND_S * 80 <= VISIBILITY_TIMEOUT_S
+    assert CLAIM_GRACE_S <= RECOVERY_BOUND_S / 2
 
 
 @pytest.mark.slow

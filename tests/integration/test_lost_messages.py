@@ -14,8 +14,10 @@ import redis
 
 from pact_workers.app import QUEUES
 from pact_workers.fleet import redis_from_url
+from pact_workers.fleet.leases import Leases
 from pact_workers.models.work import Phase, TaskMessage
 from scheduler.executors import messages
+from scheduler.executors.base import LostAttempt
 from scheduler.executors.celery import CeleryFleet, task_id
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(60)]
@@ -61,8 +63,25 @@ def lose(client: redis.Redis, task: TaskMessage) -> None:
     raise AssertionError(f"{task_id(task)} is not on {QUEUE}")
 
 
+def take(client: redis.Redis, task: TaskMessage) -> None:
+    """Move ``task``'s message from its queue to the taken ones, as kombu's Redis
+    transport does for a worker that pops it (the ``unacked`` hash, by delivery tag)."""
+    for raw in client.lrange(QUEUE, 0, -1):
+        message = json.loads(raw)
+        if message["headers"]["id"] == task_id(task):
+            assert client.lrem(QUEUE, 1, raw) == 1
+            tag = message["properties"]["delivery_tag"]
+            client.hset("unacked", tag, json.dumps([message, "", QUEUE]))
+            return
+    raise AssertionError(f"{task_id(task)} is not on {QUEUE}")
+
+
 def reported(fleet: CeleryFleet, within_s: float) -> list[tuple[str, Phase, int]]:
-    found: list[tuple[str, Phase, int]] = []
+    return [lost.lease for lost in reported_why(fleet, within_s)]
+
+
+def reported_why(fleet: CeleryFleet, within_s: float) -> list[LostAttempt]:
+    found: list[LostAttempt] = []
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         found += fleet.lost("r1")
@@ -77,10 +96,33 @@ def test_a_sent_attempt_whose_message_is_nowhere_is_reported_lost_once(
     lose(client, gone)
     # Not before the grace twice over (sent that long ago, missing that long).
     assert reported(fleet, GRACE_S) == []
-    assert reported(fleet, 6 * GRACE_S) == [("gone", Phase.CONTRACT, 1)]
+    assert reported_why(fleet, 6 * GRACE_S) == [
+        LostAttempt(
+            ("gone", Phase.CONTRACT, 1),
+            f"its message was nowhere on the broker (not queued, not taken) for {GRACE_S}s",
+        )
+    ]
     # The one still waiting on its queue is never reported, however long it waits.
     assert reported(fleet, 4 * GRACE_S) == []
     assert client.llen(QUEUE) == 1
+
+
+def test_a_taken_message_whose_lease_nobody_claimed_is_reported_lost_after_the_grace(
+    client: redis.Redis, fleet: CeleryFleet
+) -> None:
+    dead, alive = send(fleet, "dead", "alive")
+    # Both taken; only the second's worker lived to claim its lease (and renews it).
+    take(client, dead)
+    take(client, alive)
+    Leases(client, ttl_s=60).claim(alive, "w1")
+    assert reported(fleet, GRACE_S) == []
+    assert reported_why(fleet, 6 * GRACE_S) == [
+        LostAttempt(
+            ("dead", Phase.CONTRACT, 1),
+            f"a worker took its message and did not claim it within {GRACE_S}s (it died)",
+        )
+    ]
+    assert reported(fleet, 4 * GRACE_S) == []
 
 
 def test_a_message_found_again_is_not_reported(client: redis.Redis, fleet: CeleryFleet) -> None:
@@ -123,7 +165,7 @@ def test_many_runs_share_each_read_of_a_queue(client: redis.Redis, fleet: Celery
     found: dict[str, list[tuple[str, Phase, int]]] = {run: [] for run in runs}
     while time.monotonic() - started < 6 * GRACE_S:
         for run in runs:
-            found[run] += fleet.lost(run)
+            found[run] += [lost.lease for lost in fleet.lost(run)]
         time.sleep(0.02)
     elapsed = time.monotonic() - started
     assert found == {run: [("c", Phase.CONTRACT, 1)] for run in runs}

@@ -372,7 +372,7 @@ def test_an_adopted_attempt_whose_message_was_sent_is_not_dispatched_again(
     fleet = CeleryFleet(redis_url)
     try:
         fleet.adopt([("r1", t.component_id, t.phase, 1) for t in tasks])
-        assert fleet.lost("r1") == [("unsent", Phase.CONTRACT, 1)]
+        assert [lost.lease for lost in fleet.lost("r1")] == [("unsent", Phase.CONTRACT, 1)]
         assert fleet.lost("r1") == []
     finally:
         fleet.close()

@@ -26,6 +26,7 @@ from pact_workers.models.work import ErrorClass, ItemStatus, Phase, ResultMessag
 from pact_workers.runner import execute_task
 from pact_workers.sandbox import LocalSandbox
 from pact_workers.tasks import WorkerRuntime, run_attempt
+from scheduler.executors.base import LEASE_EXPIRED, LostAttempt
 from scheduler.executors.local import LocalExecutor
 from scheduler.launch import start_run
 from scheduler.policy import WORKER_LOST
@@ -130,9 +131,9 @@ class LosesEveryAttempt:
     def ack(self, result: ResultMessage) -> None:
         pass
 
-    def lost(self) -> list[tuple[str, Phase, int]]:
+    def lost(self) -> list[LostAttempt]:
         lost, self.taken = self.taken, []
-        return lost
+        return [LostAttempt(lease, LEASE_EXPIRED) for lease in lost]
 
     def adopt(self, attempts: list[tuple[str, Phase, int]]) -> None:
         pass
