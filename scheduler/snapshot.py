@@ -51,7 +51,11 @@ _HEADER = re.compile(
 )
 
 
-def log_mark(log: Path, offset: int | None = None) -> tuple[int, str]:
+#: Where a log ends: its size in bytes and the digest of its last line (see log_mark).
+LogMark = tuple[int, str]
+
+
+def log_mark(log: Path, offset: int | None = None) -> LogMark:
     """(offset, digest of the line that ends there) of ``log``; the end by default."""
     try:
         size = log.stat().st_size
@@ -103,6 +107,17 @@ def parse_state_json(raw: bytes) -> Snapshot:
         intact=hashlib.sha256(body).hexdigest() == header.group(3).decode(),
         state=state,
     )
+
+
+def snapshot_mark(project: ProjectDir) -> LogMark | None:
+    """The log mark state.json says it covers, read from its header alone (None: it
+    has none, or cannot be read)."""
+    try:
+        with project.state_path.open("rb") as fh:
+            header = _HEADER.match(fh.read(256))
+    except OSError:
+        return None
+    return None if header is None else (int(header.group(1)), header.group(2).decode())
 
 
 def read_snapshot(project: ProjectDir) -> Snapshot | None:

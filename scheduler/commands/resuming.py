@@ -24,6 +24,7 @@ from scheduler.project import ProjectDir
 from scheduler.rebuild import disk_inconsistencies
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.settings import load_settings
+from scheduler.snapshot import snapshot_mark
 from scheduler.state import RunState, RunStatus
 
 log = logging.getLogger(__name__)
@@ -117,5 +118,6 @@ def resume_run(
         stop=stop,
         cache=cache,
         opened=resumed,
+        opened_mark=snapshot_mark(project),  # what the snapshot of `resumed` covers
     )
     return final, problems

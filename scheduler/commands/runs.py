@@ -46,6 +46,7 @@ from scheduler.launch import load_state, start_run
 from scheduler.project import ProjectDir
 from scheduler.run import RunController
 from scheduler.settings import Settings, load_settings
+from scheduler.snapshot import LogMark
 from scheduler.state import RunState, phases_for
 
 log = logging.getLogger(__name__)
@@ -246,11 +247,13 @@ def drive_run(
     stop: threading.Event | None = None,
     cache: ActionCache | None = None,
     opened: RunState | None = None,
+    opened_mark: LogMark | None = None,
 ) -> RunState:
     """Drive a started run; ``cache``: the action cache of an embedded run (a fleet run
     uses the fleet's, in Redis, unless its mode is off). ``opened``: the run's state as
     the caller just loaded it, if it did (a fleet run needs its id and agent; loading a
-    large run again takes a second)."""
+    large run again takes a second); with ``opened_mark``, the mark of the log it is
+    the fold of, and the run loop starts from it while the log still ends there."""
     executor: Executor
     if executor_name == "celery":
         # The fleet's modules (Celery, redis-py) load only for a fleet run.
@@ -286,6 +289,7 @@ def drive_run(
             listener=listener,
             stop=stop,
             cache=cache,
+            loaded=None if opened is None or opened_mark is None else (opened, opened_mark),
         )
         return controller.drive()
     finally:
