@@ -115,3 +115,59 @@ def test_the_startup_sweep_removes_what_a_crash_left_mid_promotion(tmp_path: Pat
         path.write_bytes(b"half")
     project.sweep_staging()
     assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == kept
+
+
+def _log_with_checks(tmp_path: Path) -> Path:
+    """A run's log holding two contract checks, other events, one whose text quotes the
+    contract_checked type (escaped in its JSON string, so no match), and a torn line."""
+    from scheduler.events import ContractChecked
+    from tests.runs import RunBuilder, star_tree
+
+    run = RunBuilder(tmp_path, star_tree(2))
+    for cid in ("c1", "c2"):
+        run.log(ContractChecked(component_id=cid, phase=Phase.CONTRACT, attempt=1, digest="d"))
+        run.complete(cid)
+    run.pause('a reason quoting "type":"contract_checked"')
+    project = run.close()
+    with project.audit_path.open("ab") as fh:
+        fh.write(b'{"seq":99,"type":"item_dispa')  # a crash mid-write
+    return project.root
+
+
+def test_reading_only_some_types_parses_only_the_lines_that_can_hold_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scheduler import audit
+
+    root = _log_with_checks(tmp_path)
+    log = root / ".pact" / "audit.jsonl"
+    everything, torn = read_events(log)
+    assert len(torn) == 1  # the whole read reports the torn line
+    parsed: list[bytes] = []
+    parse = audit.parse_event
+    monkeypatch.setattr(audit, "parse_event", lambda line: parsed.append(line) or parse(line))
+    found, warnings = read_events(log, types=("run_started", "contract_checked"))
+    assert [e.type for e in found] == ["run_started", "contract_checked", "contract_checked"]
+    assert found == [e for e in everything if e.type in {"run_started", "contract_checked"}]
+    assert warnings == []  # the torn line cannot hold either type: not even read
+    assert len(parsed) == 3  # run_started and the two checks; no other line
+    assert len(everything) > 3 * 4
+
+
+def test_pact_validate_of_a_run_parses_only_its_contract_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the CLI: validating a run reads its log's run_started and contract
+    checks, not every event (most of the time of a 10,000-component validation)."""
+    from typer.testing import CliRunner
+
+    from scheduler import audit
+    from scheduler.cli import app
+
+    root = _log_with_checks(tmp_path)
+    parsed: list[bytes] = []
+    parse = audit.parse_event
+    monkeypatch.setattr(audit, "parse_event", lambda line: parsed.append(line) or parse(line))
+    res = CliRunner().invoke(app, ["validate", str(root), "--json"])
+    assert res.exit_code in (0, 1), res.output
+    assert len(parsed) == 3, [line[:40] for line in parsed]
