@@ -294,7 +294,7 @@ class RunController(
             if item.status is ItemStatus.DONE and (
                 not item.promoted
                 or self.project.files_missing(
-                    item.component_id, item.phase, item.output, self.store
+                    item.component_id, item.phase, item.output, self.store, item.files
                 )
             ):
                 self._promote(item.component_id, item.phase)

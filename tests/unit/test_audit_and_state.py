@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,7 @@ def test_the_startup_sweep_removes_what_a_crash_left_mid_promotion(tmp_path: Pat
         project.contracts_dir / "a" / ".interface.json.k2j4x9",
         project.implementations_dir / "a" / ".test_results.json.m241ur55",
         project.implementations_dir / "a" / ".src.new-q1w2e3" / "a.py",
+        project.implementations_dir / "a" / f".src.old-{os.getpid()}" / "a.py",
         project.state_path.parent / f".{project.state_path.name}.z9y8x7",
         # A provenance sidecar's and a baseline's (a SIGKILL mid-run left the first).
         project.contracts_dir / "a" / ".interface.meta.json.22086.35",

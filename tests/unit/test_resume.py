@@ -405,3 +405,56 @@ def test_a_run_loop_given_a_state_whose_log_moved_on_reads_the_log(
             assert controller.state.last_seq == handed.last_seq
         finally:
             controller.abandon()
+
+
+def test_opening_a_run_finds_its_files_on_disk_without_reading_their_manifests(
+    tmp_path: Path, example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run loop checks every verified item's files on open (and promotes again what
+    went missing) from the file lists in the log, not from manifests in the store (a
+    read of each at 10,000 components took a second)."""
+    from typer.testing import CliRunner
+
+    from pact_workers.artifacts import ArtifactStore
+    from scheduler.cli import app
+    from scheduler.executors.simulated import SimulatedExecutor, VirtualClock
+    from scheduler.project import ProjectDir
+    from scheduler.run import RunController
+    from scheduler.settings import Settings
+
+    root = tmp_path / "project"
+    res = CliRunner().invoke(
+        app, ["run", str(example / "tree.json"), "--project", str(root), "--agent", "noop"]
+    )
+    assert res.exit_code == 0, res.output
+    project = ProjectDir(root)
+    state = rebuild_state(root)
+    done = [i for i in state.items.values() if i.status is ItemStatus.DONE]
+    assert all(i.files for i in done) and len(done) > 20
+    lost = next(i for i in done if i.phase is Phase.IMPLEMENT)
+    missing = project.destination(lost.component_id, lost.phase) / lost.files[0].split("/", 1)[1]
+    missing.unlink()
+    read: list[str] = []
+    get_manifest = ArtifactStore.get_manifest
+
+    def counted(self: ArtifactStore, digest: str) -> dict[str, str]:
+        read.append(digest)
+        return get_manifest(self, digest)
+
+    monkeypatch.setattr(ArtifactStore, "get_manifest", counted)
+    controller = RunController(
+        project,
+        executor=SimulatedExecutor(
+            workers=2, store=project.store(), clock=VirtualClock(), latency=lambda c, p: 1.0
+        ),
+        store=project.store(),
+        settings=Settings(),
+    )
+    controller.open()
+    try:
+        assert missing.is_file()  # promoted again from the store
+        # Only that promotion read a manifest (its bundle's); the checks of the other
+        # 29 verified items read none.
+        assert read == [lost.output]
+    finally:
+        controller.abandon()
