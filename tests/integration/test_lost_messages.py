@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -56,23 +57,24 @@ def send(fleet: CeleryFleet, *components: str) -> list[TaskMessage]:
 def lose(client: redis.Redis, task: TaskMessage) -> None:
     """Take ``task``'s message off its queue, as a worker that popped it and then
     lost Redis before recording it as taken."""
-    for raw in client.lrange(QUEUE, 0, -1):
-        if json.loads(raw)["headers"]["id"] == task_id(task):
-            assert client.lrem(QUEUE, 1, raw) == 1
-            return
-    raise AssertionError(f"{task_id(task)} is not on {QUEUE}")
+    pop(client, task)
 
 
 def take(client: redis.Redis, task: TaskMessage) -> None:
     """Move ``task``'s message from its queue to the taken ones, as kombu's Redis
     transport does for a worker that pops it (the ``unacked`` hash, by delivery tag)."""
+    message = pop(client, task)
+    tag = message["properties"]["delivery_tag"]
+    client.hset("unacked", tag, json.dumps([message, "", QUEUE]))
+
+
+def pop(client: redis.Redis, task: TaskMessage) -> dict[str, Any]:
+    """Remove ``task``'s message from its queue; returns it."""
     for raw in client.lrange(QUEUE, 0, -1):
-        message = json.loads(raw)
+        message: dict[str, Any] = json.loads(raw)
         if message["headers"]["id"] == task_id(task):
             assert client.lrem(QUEUE, 1, raw) == 1
-            tag = message["properties"]["delivery_tag"]
-            client.hset("unacked", tag, json.dumps([message, "", QUEUE]))
-            return
+            return message
     raise AssertionError(f"{task_id(task)} is not on {QUEUE}")
 
 

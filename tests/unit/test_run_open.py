@@ -9,9 +9,14 @@ import pytest
 
 from pact_workers.models import ItemStatus, Phase
 from scheduler.audit import read_events
+from scheduler.executors.simulated import SimulatedExecutor, VirtualClock
 from scheduler.fold import fold
+from scheduler.project import ProjectDir
 from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
-from scheduler.state import RunStatus
+from scheduler.run import RunController
+from scheduler.settings import Settings
+from scheduler.snapshot import LogMark
+from scheduler.state import RunState, RunStatus
 from tests.runs import RunBuilder, star_tree
 
 
@@ -37,6 +42,21 @@ def _counting_snapshot_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(snapshot, "parse_state_json", counted)
     return reads
+
+
+def _controller(
+    project: ProjectDir, loaded: tuple[RunState, LogMark] | None = None
+) -> RunController:
+    """A run loop over ``project`` on the simulated executor (opened by the caller)."""
+    return RunController(
+        project,
+        executor=SimulatedExecutor(
+            workers=2, store=project.store(), clock=VirtualClock(), latency=lambda c, p: 1.0
+        ),
+        store=project.store(),
+        settings=Settings(),
+        loaded=loaded,
+    )
 
 
 def test_the_run_loop_of_a_resume_starts_from_the_state_resume_wrote(
@@ -67,11 +87,7 @@ def test_a_run_loop_given_a_state_whose_log_moved_on_reads_the_log(
 ) -> None:
     """The state handed over is used only while the log still ends where its snapshot
     says; after any other append the run loop folds from disk."""
-    from scheduler.executors.simulated import SimulatedExecutor, VirtualClock
     from scheduler.launch import load_run
-    from scheduler.project import ProjectDir
-    from scheduler.run import RunController
-    from scheduler.settings import Settings
     from scheduler.snapshot import snapshot_mark
 
     project = ProjectDir(_paused_run(tmp_path))
@@ -81,15 +97,7 @@ def test_a_run_loop_given_a_state_whose_log_moved_on_reads_the_log(
     stale = (mark[0] - 1, mark[1])
     for given, expected_reads in ((stale, 1), (mark, 0)):
         reads = _counting_snapshot_reads(monkeypatch)
-        controller = RunController(
-            project,
-            executor=SimulatedExecutor(
-                workers=2, store=project.store(), clock=VirtualClock(), latency=lambda c, p: 1.0
-            ),
-            store=project.store(),
-            settings=Settings(),
-            loaded=(handed, given),
-        )
+        controller = _controller(project, loaded=(handed, given))
         controller.open()
         try:
             assert len(reads) == expected_reads
@@ -109,10 +117,6 @@ def test_opening_a_run_finds_its_files_on_disk_without_reading_their_manifests(
 
     from pact_workers.artifacts import ArtifactStore
     from scheduler.cli import app
-    from scheduler.executors.simulated import SimulatedExecutor, VirtualClock
-    from scheduler.project import ProjectDir
-    from scheduler.run import RunController
-    from scheduler.settings import Settings
 
     root = tmp_path / "project"
     res = CliRunner().invoke(
@@ -134,14 +138,7 @@ def test_opening_a_run_finds_its_files_on_disk_without_reading_their_manifests(
         return get_manifest(self, digest)
 
     monkeypatch.setattr(ArtifactStore, "get_manifest", counted)
-    controller = RunController(
-        project,
-        executor=SimulatedExecutor(
-            workers=2, store=project.store(), clock=VirtualClock(), latency=lambda c, p: 1.0
-        ),
-        store=project.store(),
-        settings=Settings(),
-    )
+    controller = _controller(project)
     controller.open()
     try:
         assert missing.is_file()  # promoted again from the store
