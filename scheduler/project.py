@@ -26,7 +26,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
@@ -114,11 +114,19 @@ class ProjectDir:
         by a second); without them the manifest is read."""
         if output is None:
             return False
-        dest = self.destination_str(component_id, phase)
         if phase is Phase.CONTRACT:
-            return not os.path.isfile(os.path.join(dest, "interface.json"))
-        paths = files or store.get_manifest(output)
-        return any(not os.path.isfile(os.path.join(dest, rel.split("/", 1)[1])) for rel in paths)
+            paths: Iterable[str] = ("interface.json",)
+        else:
+            paths = files or store.get_manifest(output)
+        return any(
+            not os.path.isfile(self.promoted_path(component_id, phase, rel)) for rel in paths
+        )
+
+    def promoted_path(self, component_id: str, phase: Phase, rel: str) -> str:
+        """Where the verified file ``rel`` (its path in the output's bundle, e.g.
+        ``src/x.py``) lives once promoted: a plain string, for loops over every file."""
+        name = "interface.json" if phase is Phase.CONTRACT else rel.split("/", 1)[1]
+        return os.path.join(self.destination_str(component_id, phase), name)
 
     def promote(
         self,

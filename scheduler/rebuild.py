@@ -155,11 +155,8 @@ def disk_inconsistencies(
                 continue
         else:
             manifest = dict.fromkeys(item.files, "")
-        # Plain strings, not Path objects: this runs for every file of every run.
-        dest = project.destination_str(item.component_id, item.phase)
         for rel, digest in manifest.items():
-            name = "interface.json" if item.phase is Phase.CONTRACT else rel.split("/", 1)[1]
-            path = os.path.join(dest, name)
+            path = project.promoted_path(item.component_id, item.phase, rel)
             if not os.path.isfile(path):
                 problems.append(
                     f"{key}: marked done but its {_WHAT[item.phase]} "

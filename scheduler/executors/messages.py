@@ -25,9 +25,9 @@ from scheduler.executors.base import LEASE_EXPIRED
 #: How long a message may be taken by a worker without its lease claimed, or be nowhere
 #: on the broker, before its attempt counts as lost. A live worker claims within
 #: milliseconds of taking a message (and its pool process again when it starts it), so
-#: this only has to outlast the scheduler's own reads racing a worker's take; a worker
-#: killed between taking and claiming is noticed this long after (30 s made a killed
-#: worker's recovery ten times slower than a lease TTL's in that window).
+#: this only has to outlast the scheduler's own reads racing a worker's take. A worker
+#: killed between taking and claiming is noticed this long after, so it is kept within
+#: a few lease TTLs.
 CLAIM_GRACE_S = 10.0
 
 #: The longest queue whose messages are read to look for an attempt's.
