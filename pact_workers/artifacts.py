@@ -110,6 +110,23 @@ class ArtifactStore:
                 raise ArtifactError(f"artifact {missing[0]} is not in the store")
         return self.blobs.put_blob(manifest_bytes(checked))
 
+    def refresh(self, bundles: Iterable[str]) -> None:
+        """Make sure a blob store's remote tier has ``bundles`` (manifests and files) for
+        another while, where it has one whose blobs expire (the fleet's Redis): what a
+        task names must be there when a worker reads it. Nothing to do otherwise.
+
+        Raises:
+            ArtifactError: a blob the store does not have in any tier.
+        """
+        refresh = getattr(self.blobs, "refresh_blobs", None)
+        if refresh is None:
+            return
+        digests: list[str] = []
+        for bundle in dict.fromkeys(bundles):
+            digests.append(bundle)
+            digests.extend(self.get_manifest(bundle).values())
+        refresh(digests)
+
     def sync(self) -> None:
         """Make deferred writes durable, where the blob store defers them."""
         sync = getattr(self.blobs, "sync", None)
@@ -167,6 +184,31 @@ class ArtifactStore:
             fetch(list(dict.fromkeys(files)))
         except ArtifactError:
             return
+
+    def lost(self, digest: str) -> list[str]:
+        """The blobs of bundle ``digest`` this store cannot give: [] when it has them
+        all, ``[digest]`` when the manifest itself is gone or is no manifest. A remote
+        tier's are fetched on the way (one round trip, none when a prefetch brought
+        them), so the reads that follow find them."""
+        try:
+            files = list(dict.fromkeys(self.get_manifest(digest).values()))
+        except ArtifactError:
+            return [digest]
+        fetch = getattr(self.blobs, "fetch", None)
+        if fetch is None:
+            return [d for d in files if not self.blobs.has_blob(d)]
+        try:
+            fetch(files)
+            return []
+        except ArtifactError:  # one is gone: which, fetching the others one by one
+            return [d for d in files if not self._gettable(d)]
+
+    def _gettable(self, digest: str) -> bool:
+        try:
+            self.blobs.get_blob(digest)
+            return True
+        except ArtifactError:
+            return False
 
     def get_bundle(self, digest: str) -> Bundle:
         manifest = self.get_manifest(digest)

@@ -45,6 +45,10 @@ log = logging.getLogger(__name__)
 #: retries these with feedback, up to the item's attempt budget.
 REJECTED = "rejected"
 TESTS_FAILED = "tests_failed"
+#: ``error_type`` of an attempt whose inputs the artifact store could not give (a blob
+#: that expired from the fleet's Redis, or was lost there): a transient error, since
+#: the scheduler sends the inputs again with the attempt that follows.
+INPUTS_UNAVAILABLE = "inputs_unavailable"
 
 
 def execute_task(
@@ -82,7 +86,15 @@ def execute_task(
     try:
         # Everything the attempt reads, verification's inputs too, in two round trips
         # of a remote store (not two for each bundle).
-        bundles = store.get_bundles([*task.inputs.values(), *task.verify_inputs.values()])
+        try:
+            bundles = store.get_bundles([*task.inputs.values(), *task.verify_inputs.values()])
+        except ArtifactError as exc:
+            return result(
+                outcome="error",
+                error_class=ErrorClass.TRANSIENT,
+                error_type=INPUTS_UNAVAILABLE,
+                error=f"the attempt's inputs could not be read: {exc}",
+            )
         inputs = {name: bundles[d] for name, d in task.inputs.items()}
         if task.cached is not None:
             served, cached_results = _serve_cached(

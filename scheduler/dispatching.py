@@ -66,6 +66,13 @@ class Dispatching(RunPart):
             return
         gate, stage = self._gate_dispatch(component_id, phase)
         inputs = self._gate_inputs(component_id, phase, stage, inputs)
+        try:
+            # Whatever the task names is where its worker reads it, for another while
+            # (the fleet's Redis lets blobs expire; sent with the next commit).
+            self.store.refresh([*inputs.values(), *verify_inputs.values()])
+        except PactError as exc:
+            self._fail_without_attempt(component_id, phase, attempt, str(exc))
+            return
         action_key, cached = (
             self.cache.look_up(
                 self.state,

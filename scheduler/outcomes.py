@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pact_workers.models.work import (
     IN_FLIGHT,
+    ErrorClass,
     Phase,
     ResultMessage,
 )
@@ -36,6 +37,27 @@ from scheduler.verdicts import poison, systemic_pause
 
 #: The phases whose promotion another component's implementation imports.
 _FINAL_PHASES = frozenset({Phase.IMPLEMENT, Phase.INTEGRATE})
+#: ``error_type`` of a success whose output the scheduler cannot read.
+OUTPUT_LOST = "output_lost"
+
+
+def output_lost(result: ResultMessage, lost: list[str]) -> ResultMessage:
+    """A success whose output is gone from the artifact store before the scheduler read
+    it (expired from the fleet's Redis while no scheduler drove the run, or lost
+    there), as the transient failure it is: the item runs again."""
+    return result.model_copy(
+        update={
+            "outcome": "error",
+            "error_class": ErrorClass.TRANSIENT,
+            "error_type": OUTPUT_LOST,
+            "error": (
+                f"the output {result.output} of this attempt cannot be read from the "
+                f"artifact store ({len(lost)} blob(s) gone, e.g. {lost[0]}); running it again"
+            ),
+            "output": None,
+            "test_results": None,
+        }
+    )
 
 
 class ResultHandling(RunPart):
@@ -66,6 +88,10 @@ class ResultHandling(RunPart):
             )
             return
         self.leases.release((result.component_id, result.phase, result.attempt))
+        if result.outcome == "ok" and result.output is not None:
+            lost = self.store.lost(result.output)
+            if lost:
+                result = output_lost(result, lost)
         if self._gate_result(result):
             return  # a teachback (scheduler.gates), not the item's work
         if result.outcome == "ok" and result.output is not None:

@@ -1,22 +1,49 @@
 """The artifact store's blobs in Redis: ``pact:artifact:<digest>`` -> bytes.
 
 ``ArtifactStore(RedisBlobStore(client))`` gives workers on any machine the same
-content-addressed store, with Redis as the only thing they share.
+content-addressed store, with Redis as the only thing they share. Blobs expire
+``PACT_ARTIFACT_TTL_S`` after they were last written (7 days by default), so that a
+fleet's Redis holds what its recent runs use rather than every file any run made.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 
 import redis
 
 from pact_workers.artifacts import MAX_BLOB_BYTES, digest_bytes
-from pact_workers.errors import ArtifactError
+from pact_workers.errors import ArtifactError, InputError
 from pact_workers.fleet import keys
 
-__all__ = ["RedisBlobStore"]
+__all__ = ["RedisBlobStore", "artifact_ttl_s"]
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def artifact_ttl_s(environ: Mapping[str, str] = os.environ) -> int:
+    """Seconds an artifact blob stays in Redis after it was last written:
+    ``PACT_ARTIFACT_TTL_S``, else :data:`~pact_workers.fleet.keys.ARTIFACT_TTL_S`.
+
+    Raises:
+        InputError: the variable is not a whole number of seconds of at least 1.
+    """
+    raw = environ.get("PACT_ARTIFACT_TTL_S", "").strip()
+    if not raw:
+        return keys.ARTIFACT_TTL_S
+    try:
+        ttl = int(raw)
+    except ValueError:
+        ttl = 0
+    if ttl < 1:
+        raise InputError(
+            f"PACT_ARTIFACT_TTL_S={raw!r}: give the seconds an artifact stays in Redis "
+            f"after it was last written, a whole number of at least 1 "
+            f"(unset: {keys.ARTIFACT_TTL_S}, 7 days)"
+        )
+    return ttl
 
 
 def _key(digest: str) -> str:
@@ -28,28 +55,38 @@ def _key(digest: str) -> str:
 class RedisBlobStore:
     """A :class:`~pact_workers.artifacts.BlobStore` on Redis strings.
 
-    Blobs are immutable and named by their sha256, so a write is SET NX (a blob that
-    is already there is left alone) and a read checks the digest of what came back.
+    Blobs are immutable and named by their sha256, and a read checks the digest of
+    what came back. A write is SET EX: it stores the blob, or renews one that is there
+    (its bytes are the same, or were corrupt and are mended), for ``ttl_s`` seconds.
 
     Args:
         client: a bytes (not decoded) client, e.g. from
             :func:`~pact_workers.fleet.connection.redis_from_url`.
         max_blob_bytes: the largest blob accepted.
+        ttl_s: how long a blob is kept after its last write (None:
+            :func:`artifact_ttl_s`).
     """
 
-    def __init__(self, client: redis.Redis, *, max_blob_bytes: int = MAX_BLOB_BYTES) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        max_blob_bytes: int = MAX_BLOB_BYTES,
+        ttl_s: int | None = None,
+    ) -> None:
         self.client = client
         self.max_blob_bytes = max_blob_bytes
+        self.ttl_s = artifact_ttl_s() if ttl_s is None else ttl_s
 
     def put_blob(self, data: bytes) -> str:
-        """Store ``data`` (if it is not there yet) and return its digest.
+        """Store ``data`` (or renew it) and return its digest.
 
         Raises:
             ArtifactError: ``data`` is larger than ``max_blob_bytes``.
         """
         self.check_size(data)
         digest = digest_bytes(data)
-        self.client.set(keys.artifact(digest), data, nx=True)
+        self.client.set(keys.artifact(digest), data, ex=self.ttl_s)
         return digest
 
     def put_blobs(self, blobs: list[bytes]) -> list[str]:
@@ -59,9 +96,23 @@ class RedisBlobStore:
         digests = [digest_bytes(data) for data in blobs]
         pipe = self.client.pipeline(transaction=False)
         for digest, data in zip(digests, blobs, strict=True):
-            pipe.set(keys.artifact(digest), data, nx=True)
+            pipe.set(keys.artifact(digest), data, ex=self.ttl_s)
         pipe.execute()
         return digests
+
+    def put_and_renew(self, blobs: list[bytes], renew: list[str]) -> list[str]:
+        """Store ``blobs`` and renew the blobs named ``renew`` for another ``ttl_s``, in
+        one round trip; returns those of ``renew`` that Redis no longer has (expired or
+        lost), which only a write can bring back."""
+        for data in blobs:
+            self.check_size(data)
+        pipe = self.client.pipeline(transaction=False)
+        for data in blobs:
+            pipe.set(keys.artifact(digest_bytes(data)), data, ex=self.ttl_s)
+        for digest in renew:
+            pipe.expire(_key(digest), self.ttl_s)
+        replies = pipe.execute()[len(blobs) :]
+        return [digest for digest, kept in zip(renew, replies, strict=True) if not kept]
 
     def check_size(self, data: bytes) -> None:
         if len(data) > self.max_blob_bytes:
@@ -95,9 +146,11 @@ class RedisBlobStore:
         if data is None:
             raise ArtifactError(
                 f"artifact {digest} is missing from the Redis artifact store ({key}): it "
-                "was stored and then lost (Redis was flushed, restarted without "
-                "persistence, or evicted it under memory pressure). Run Redis with "
-                "maxmemory-policy noeviction and appendonly yes, then re-run the item"
+                "expired (PACT_ARTIFACT_TTL_S after its last write) or was lost (Redis "
+                "was flushed, restarted without persistence, or evicted it under memory "
+                "pressure: run Redis with maxmemory-policy noeviction and appendonly "
+                "yes). A run that needs it again sends it from its project's artifacts, or runs "
+                "the item that made it again"
             )
         if not isinstance(data, bytes):
             raise ArtifactError(

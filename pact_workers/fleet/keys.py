@@ -6,8 +6,14 @@ writer -> reader, then what it is for.
 
 Ours (prefix ``pact:``)::
 
-    pact:artifact:sha256:<hex>          string  no TTL          worker, scheduler -> both
-        One blob of the artifact store (its bytes), content-addressed, written SET NX.
+    pact:artifact:sha256:<hex>          string  7 days (PACT_ARTIFACT_TTL_S), renewed by
+                                                each write      worker, scheduler -> both
+        One blob of the artifact store (its bytes), content-addressed. Redis carries
+        blobs between machines; the durable copy of a run's is its project's
+        ``.pact/artifacts``. Each write (SET EX) renews the blob: the scheduler writes a
+        dispatch's inputs, a worker its outputs, the action cache an entry's files when
+        it records it and at each hit. A blob that expired is sent again from the
+        scheduler's copy with the next dispatch that needs it.
     pact:cache:sha256:<hex>             string  30 days, renewed by each hit
                                                                 scheduler -> scheduler (any run)
         The action cache: one entry per action key (JSON: the verified result's bundle
@@ -162,6 +168,9 @@ CURRENT_ATTEMPT_TTL_S = 7 * 24 * 3600
 DONE_TTL_S = 7 * 24 * 3600
 #: Time to live of an action cache entry, renewed by every hit.
 ACTION_CACHE_TTL_S = 30 * 24 * 3600
+#: Time to live of an artifact blob, renewed by every write; ``PACT_ARTIFACT_TTL_S``
+#: sets it (see :func:`pact_workers.fleet.blobs.artifact_ttl_s`).
+ARTIFACT_TTL_S = 7 * 24 * 3600
 
 
 def artifact(digest: str) -> str:

@@ -7,6 +7,11 @@ A run loop's store is ``deferred``: what it writes goes to Redis at the next
 :meth:`TieredBlobStore.sync`, all in one round trip, together with the local tier's
 durability. The run loop syncs before it commits the events that name the blobs, and
 sends a task only after that commit, so no worker looks for a blob that is not there.
+
+Blobs in Redis expire (``PACT_ARTIFACT_TTL_S`` after their last write). What a task
+names that the scheduler did not just write (a contract, a test suite) it *refreshes*:
+the sync renews it in Redis with the writes, and writes it again from the local tier
+only if Redis no longer has it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ class TieredBlobStore:
         self.deferred = deferred
         #: Blobs written locally and not yet to Redis (``deferred``), by digest.
         self._unsent: dict[str, bytes] = {}
+        #: Blobs to renew in Redis at the next sync (``deferred``).
+        self._renew: dict[str, None] = {}
 
     def put_blob(self, data: bytes) -> str:
         return self.put_blobs([data])[0]
@@ -83,20 +90,44 @@ class TieredBlobStore:
         return data
 
     def refresh_blobs(self, digests: list[str]) -> None:
-        """Put blobs the scheduler holds into Redis again, in one round trip (workers
-        read them there, and Redis may have restarted without them since)."""
-        if digests:
-            self.put_blobs(self.get_blobs(digests))
+        """Make sure Redis has blobs the scheduler holds, for another TTL (workers read
+        them there, and they may have expired or been lost since): renewed where Redis
+        has them, written again from the local tier where not; at the next
+        :meth:`sync` when ``deferred``. Those the local tier lacks are fetched first.
+
+        Raises:
+            ArtifactError: a blob neither tier has.
+        """
+        wanted = list(dict.fromkeys(digests))
+        absent = [d for d in wanted if not self.local.has_blob(d)]
+        if absent:
+            self.get_blobs(absent)
+        if self.deferred:
+            self._renew.update(dict.fromkeys(wanted))
+        else:
+            self._write([], wanted)
+
+    def _write(self, blobs: list[bytes], renew: list[str]) -> None:
+        """Send ``blobs`` to Redis and renew ``renew`` there, in one round trip where the
+        remote store can; what Redis lost is then written again from the local tier."""
+        put_and_renew = getattr(self.remote, "put_and_renew", None)
+        if put_and_renew is None:  # a remote store without expiry: write them all
+            self._send([*blobs, *(self.local.get_blob(d) for d in renew)])
+            return
+        gone = put_and_renew(blobs, renew)
+        if gone:
+            self._send([self.local.get_blob(d) for d in gone])
 
     def has_blob(self, digest: str) -> bool:
         return self.local.has_blob(digest) or self.remote.has_blob(digest)
 
     def sync(self) -> None:
-        """Make the local tier's deferred writes durable (Redis keeps its own), and send
-        the blobs Redis does not have yet."""
+        """Make the local tier's deferred writes durable (Redis keeps its own), send the
+        blobs Redis does not have yet, and renew those refreshed since the last sync."""
         sync = getattr(self.local, "sync", None)
         if sync is not None:
             sync()
-        if self._unsent:
-            unsent, self._unsent = self._unsent, {}
-            self._send(list(unsent.values()))
+        unsent, self._unsent = self._unsent, {}
+        renew, self._renew = [d for d in self._renew if d not in unsent], {}
+        if unsent or renew:
+            self._write(list(unsent.values()), renew)

@@ -11,6 +11,7 @@ import redis
 from pact_workers.agents.factory import AGENTS, agent_options
 from pact_workers.agents.replay import load_replay_script
 from pact_workers.errors import InputError
+from pact_workers.fleet.blobs import artifact_ttl_s
 from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
 from scheduler.commands.agents import SANDBOXES
 from scheduler.ownership import lease_holders
@@ -52,6 +53,7 @@ def worker_argv(
         raise InputError(f"--pool {pool!r}: choose prefork, threads or solo")
     if not 1.0 <= lease_ttl_s <= 600.0:
         raise InputError(f"--lease-ttl must be between 1 and 600 seconds, got {lease_ttl_s}")
+    artifact_ttl_s()  # PACT_ARTIFACT_TTL_S: refused now, not at the first task
     os.environ["PACT_BROKER_URL"] = check_redis_url(broker_url)
     os.environ["PACT_LEASE_TTL_S"] = str(lease_ttl_s)
     return [
@@ -80,6 +82,7 @@ def check_executor(name: str, broker_url: str | None) -> str | None:
     if name == "celery":
         if not broker_url:
             raise InputError("--executor celery needs --broker redis://HOST:PORT/DB")
+        artifact_ttl_s()  # PACT_ARTIFACT_TTL_S: refused now, not mid-run
         broker_client(broker_url).close()  # unreachable: say so now, not mid-run
         return check_redis_url(broker_url)
     return None
@@ -178,6 +181,7 @@ def make_service(
         raise InputError(f"--lease-ttl must be between 1 and 600 seconds, got {lease_ttl_s}")
     if max_runs < 1:
         raise InputError(f"--max-runs must be at least 1, got {max_runs}")
+    artifact_ttl_s()  # PACT_ARTIFACT_TTL_S: refused now, not when a run is adopted
     metrics = None
     if metrics_port:
         metrics = SchedulerMetrics()

@@ -70,9 +70,11 @@ MUTATIONS = {
 }
 
 
-def pact(args: list[str], *, unset: list[str]) -> subprocess.CompletedProcess[str]:
+def pact(
+    args: list[str], *, unset: list[str], given: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in set(unset)}
-    env.update({"COLUMNS": "200", "NO_COLOR": "1"})
+    env.update({"COLUMNS": "200", "NO_COLOR": "1", **(given or {})})
     return subprocess.run(
         [sys.executable, "-m", "scheduler.cli", *args],
         capture_output=True,
@@ -156,7 +158,7 @@ def test_bad_input_is_refused_clearly_and_nothing_is_written_or_lost(
     before_new = snapshot(new) if new.exists() else None
     before_run = snapshot(run) if run.exists() else None
 
-    res = pact(args, unset=case.get("unset", []))
+    res = pact(args, unset=case.get("unset", []), given=case.get("env"))
 
     output = res.stdout + res.stderr
     assert res.returncode == case["exit"], output

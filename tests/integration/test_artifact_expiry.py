@@ -1,0 +1,137 @@
+"""Artifact blobs expire from the fleet's Redis, and a run survives it.
+
+Redis carries a run's files between machines; the run's own durable copy is its
+project's ``.pact/artifacts``. Every blob written to Redis expires
+``PACT_ARTIFACT_TTL_S`` after its last write, so a fleet's Redis holds what recent
+runs use instead of every file any run ever made. These tests run real ``pact
+worker`` and ``pact run``/``pact resume`` processes against a real ``redis-server``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from pact_workers.fleet import keys
+from pact_workers.models.work import Phase
+from scheduler.events import ItemFailed
+from scheduler.outcomes import OUTPUT_LOST
+from tests.acceptance.test_crash import check_applied_once
+from tests.integration.fleet import Fleet
+from tests.integration.test_fleet_faults import (
+    AUTHOR_ROLES,
+    CODE_ROLES,
+    RUN_TIMEOUT_S,
+    audit_events,
+    check_every_attempt_accounted,
+    check_status_completed,
+    diagnose,
+    redis_client,
+    run_args,
+    succeeded,
+    wait_for,
+    wait_for_run_id,
+    wait_for_running,
+)
+
+#: The artifact TTL the fleet of these tests runs with.
+TTL_S = 3600
+
+
+def artifact_ttls(client: redis.Redis) -> dict[str, int]:
+    """Every artifact blob in Redis -> its remaining seconds (-1: it never expires)."""
+    return {key.decode(): client.ttl(key) for key in client.scan_iter(match="pact:artifact:*")}
+
+
+def waiting_successes(client: redis.Redis, run_id: str) -> set[tuple[str, str, int]]:
+    """(component, phase, attempt) of the successes on the run's result stream that its
+    scheduler has not acknowledged (delivered to it, or not read yet)."""
+    stream = keys.run_results(run_id)
+    group = next(g for g in client.xinfo_groups(stream) if _text(g["name"]) == keys.RESULTS_GROUP)
+    last = _entry_id(group["last-delivered-id"])
+    pending = {
+        _entry_id(entry["message_id"])
+        for entry in client.xpending_range(stream, keys.RESULTS_GROUP, "-", "+", 10_000)
+    }
+    waiting = set()
+    for entry_id, fields in client.xrange(stream):
+        if _entry_id(entry_id) <= last and _entry_id(entry_id) not in pending:
+            continue  # read and acknowledged
+        result = json.loads(fields[b"result"])
+        if result["outcome"] == "ok":
+            waiting.add((result["component_id"], result["phase"], result["attempt"]))
+    return waiting
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _entry_id(value: object) -> tuple[int, int]:
+    ms, _, seq = _text(value).partition("-")
+    return int(ms), int(seq or 0)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_run_whose_artifacts_expired_while_no_scheduler_drove_it_resumes_and_completes(
+    redis_url: str, example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PACT_ARTIFACT_TTL_S", str(TTL_S))
+    project = tmp_path / "project"
+    with Fleet(redis_url, tmp_path / "logs") as fleet, redis_client(redis_url) as client:
+        fleet.worker("authors", roles=AUTHOR_ROLES, concurrency=2)
+        fleet.worker("coders", roles=CODE_ROLES, concurrency=2)
+        run = fleet.pact(*run_args(example, project, redis_url), name="run")
+        run_id = wait_for_run_id(project, fleet=fleet, run=run)
+        wait_for("5 items to succeed", lambda: succeeded(project) >= 5, fleet=fleet, run=run)
+        # The scheduler dies while attempts run: their results wait in the stream, and
+        # the files they name wait in Redis.
+        wait_for_running(client, run_id, list(Phase), fleet=fleet, run=run)
+        run.lose()
+        time.sleep(3.0)  # the workers finish what they run, with no scheduler
+        waiting = waiting_successes(client, run_id)
+        assert waiting, f"no success waited in the stream for the resume\n{fleet.logs()}"
+
+        # What the scheduler and the workers wrote to Redis expires within the TTL.
+        ttls = artifact_ttls(client)
+        assert ttls, "the run wrote no artifact to Redis"
+        forever = sorted(k for k, t in ttls.items() if not 0 < t <= TTL_S)
+        assert not forever, f"{len(forever)} of {len(ttls)} blobs outlive the TTL: {forever[:3]}"
+
+        # A week goes by: every blob has expired, the waiting results' outputs too.
+        client.delete(*ttls)
+        resumed = fleet.pact(
+            "resume", str(project), "--executor", "celery", "--broker", redis_url, name="resume"
+        )
+        code = fleet.wait(resumed, RUN_TIMEOUT_S, lambda: diagnose(client, project))
+        assert code == 0, fleet.logs()
+
+        check_applied_once(project)
+        events = audit_events(project)
+        check_every_attempt_accounted(events)
+        check_status_completed(project)
+        # Each waiting success whose output was gone failed as transient and ran again;
+        # none of them crashed the scheduler or was promoted from files it never read.
+        lost = {
+            (e.component_id, e.phase.value, e.attempt): e
+            for e in events
+            if isinstance(e, ItemFailed) and e.error_type == OUTPUT_LOST
+        }
+        assert lost, f"no waiting success was found without its output: {sorted(waiting)}"
+        assert set(lost) <= waiting, f"{sorted(set(lost) - waiting)} did not wait in the stream"
+        for failure in lost.values():
+            assert failure.error_class.value == "transient", failure
+            assert failure.decision == "retry", failure
+        # The resumed run sent again, from the project's copy, what its dispatches needed:
+        # every blob in Redis now is one of this resume's writes, with a TTL again.
+        after = artifact_ttls(client)
+        assert after and all(0 < t <= TTL_S for t in after.values())
+        print(
+            f"\n{len(ttls)} blobs expired with {len(waiting)} successes waiting; "
+            f"{len(lost)} ran again ({OUTPUT_LOST}); {len(after)} blobs written by the resume"
+        )
