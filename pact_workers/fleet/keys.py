@@ -18,8 +18,8 @@ Ours (prefix ``pact:``)::
                                                                 scheduler -> scheduler (any run)
         The action cache: one entry per action key (JSON: the verified result's bundle
         digest, what producing it cost, the run that recorded it), written only once
-        the run's log holds the success; its files are ``pact:artifact:`` blobs. See
-        ``scheduler.cache``.
+        the run's log holds the success; its files are ``pact:artifact:`` blobs (an
+        entry whose files expired is a miss). See ``scheduler.cache``.
     pact:results                        stream  no TTL, MAXLEN ~100 000
                                                                 (none since per-run streams)
         The results stream of scheduler services before runs had streams of their own;

@@ -3,9 +3,10 @@
 An entry is a string ``pact:cache:sha256:<hex>`` (see :mod:`pact_workers.fleet.keys`)
 holding the entry's JSON, kept for :data:`ENTRY_TTL_S` and renewed by every hit. The
 results' files are the fleet's artifact store itself (``pact:artifact:<digest>``),
-where every verified result already is; ``put`` stores them again (SET NX: nothing is
-written when they are there) before the entry, so an entry never names files Redis
-does not have, unless Redis loses them later (a hit whose files are gone is a miss).
+where every verified result already is; ``put`` stores them again (renewing their
+TTL, ``PACT_ARTIFACT_TTL_S``) before the entry, so an entry never names files Redis
+does not have, unless they expire or Redis loses them later (a hit whose files are
+gone is a miss). A hit renews them: the run stores the files it is served.
 """
 
 from __future__ import annotations
