@@ -1,11 +1,15 @@
 """The control plane: wavefront, run state, audit log, policies, executors, CLI."""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Eager, and first, as before: ``fold`` is also the name of its submodule, which
+# would shadow a lazy ``fold`` once anything imported ``scheduler.fold``; and
+# ``scheduler.events`` imports ``scheduler.lifecycle.events``, whose package imports
+# ``scheduler.events`` back, so the lifecycle must load first, as the fold makes it.
 from scheduler.fold import fold
-from scheduler.launch import load_state, start_run
-from scheduler.run import RunController
-from scheduler.settings import Settings, load_settings
-from scheduler.state import RunState, RunStatus
-from scheduler.wavefront import ComponentState, SchedulingMode, WavefrontScheduler
 
 __all__ = [
     "ComponentState",
@@ -20,3 +24,39 @@ __all__ = [
     "load_state",
     "start_run",
 ]
+
+# Where each public name lives, imported on first use (PEP 562): importing any
+# submodule, as every ``pact`` command does, imports this package first, and it
+# should not load the run loop and the launch of a run with it.
+_SUBMODULES = {
+    "ComponentState": "scheduler.wavefront",
+    "RunController": "scheduler.run",
+    "RunState": "scheduler.state",
+    "RunStatus": "scheduler.state",
+    "SchedulingMode": "scheduler.wavefront",
+    "Settings": "scheduler.settings",
+    "WavefrontScheduler": "scheduler.wavefront",
+    "load_settings": "scheduler.settings",
+    "load_state": "scheduler.launch",
+    "start_run": "scheduler.launch",
+}
+
+if TYPE_CHECKING:
+    from scheduler.launch import load_state, start_run
+    from scheduler.run import RunController
+    from scheduler.settings import Settings, load_settings
+    from scheduler.state import RunState, RunStatus
+    from scheduler.wavefront import ComponentState, SchedulingMode, WavefrontScheduler
+
+
+def __getattr__(name: str) -> Any:
+    module = _SUBMODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from scheduler.cli.app import EXIT_OK, app, print_json, say, user_errors
-from scheduler.lifecycle.cancel import cancel_fleet_run, cancel_run
 
 
 def _default_user() -> str:
@@ -59,6 +58,8 @@ def cancel(
 ) -> None:
     """Cancel a run (every unfinished item) or the named items: their attempts are fenced
     (a late result is dropped); `pact resume` carries the run on."""
+    from scheduler.lifecycle.cancel import cancel_fleet_run, cancel_run
+
     who = by or _default_user()
     if broker is not None:
         with user_errors():

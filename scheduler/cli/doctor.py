@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from scheduler import commands
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, out, user_errors
 
 #: How each status is marked (the same width, so that the names line up).
@@ -35,6 +34,8 @@ def doctor(
 ) -> None:
     """Check the environment, Docker, the sandbox image and Redis; say how to fix what is
     missing."""
+    from scheduler import commands
+
     with user_errors():
         checks = commands.doctor_checks(project_dir=project, sandbox=sandbox, broker_url=broker)
     section = ""

@@ -11,7 +11,6 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from scheduler import commands
 from scheduler.budget import format_usd
 from scheduler.cli.app import EXIT_BAD_INPUT, EXIT_OK, app, out, print_json, say, user_errors
 
@@ -51,6 +50,8 @@ def worker(
     ] = True,
 ) -> None:
     """Start a fleet worker: `celery worker` on the queues of the given roles."""
+    from scheduler import commands
+
     with user_errors():
         argv = commands.worker_argv(
             broker_url=broker,
@@ -114,6 +115,8 @@ def scheduler_service(
     Any number of them may run against one Redis and one shared --runs-dir: each run
     is driven by one at a time, and the runs of one that stops are taken by another.
     """
+    from scheduler import commands
+
     with user_errors():
         service = commands.make_service(
             broker_url=broker,
@@ -152,6 +155,8 @@ def submit(
 
     Every valid tree is queued even when another is rejected (exit code 2 then).
     """
+    from scheduler import commands
+
     with user_errors():
         queued, errors = commands.submit_batch(
             broker_url=broker,
@@ -175,6 +180,8 @@ def workers(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """List the fleet's live workers (their heartbeats) and the roles none serves."""
+    from scheduler import commands
+
     with user_errors():
         found = commands.fleet_workers(broker)
     missing = commands.roles_without_workers(found)
@@ -209,6 +216,8 @@ def runs(
     An active run's owner is the scheduler holding its lease; "(lease expired)" means
     its scheduler stopped and another is about to adopt it.
     """
+    from scheduler import commands
+
     with user_errors():
         entries = commands.list_service_runs(broker_url=broker)
     if as_json:

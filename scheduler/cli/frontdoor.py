@@ -6,15 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pact_workers.errors import AgentError
-from pact_workers.models.interview import InterviewerOutput
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
-from scheduler.cli.driving import drive_and_exit
-from scheduler.cli.importing import run_imported
 from scheduler.cli.options import (
     AgentOption,
     BrokerOption,
@@ -24,12 +21,10 @@ from scheduler.cli.options import (
     SandboxOption,
     WorkersOption,
 )
-from scheduler.cli.planview import print_plan
-from scheduler.commands.pactverify import verify_pact
-from scheduler.commands.plan import plan_task
-from scheduler.commands.runs import run_tree
-from scheduler.pactimport import Reproduction
-from scheduler.planning import PlanningError
+
+if TYPE_CHECKING:
+    from pact_workers.models.interview import InterviewerOutput
+    from scheduler.pactimport import Reproduction
 
 PactDirArgument = Annotated[
     Path,
@@ -51,6 +46,7 @@ def verify(
 ) -> None:
     """Re-verify a Pact project's implementations against its contract tests and compare
     the counts with those Pact recorded (exit 1 on any difference)."""
+    from scheduler.commands.pactverify import verify_pact
 
     def show(found: Reproduction) -> None:
         if as_json:
@@ -89,6 +85,8 @@ def import_(
     """Start a run from an existing Pact project: what it produced is re-verified by the
     harness instead of re-authored; what fails or is missing is authored (the same as
     ``pact run --from-pact``)."""
+    from scheduler.cli.importing import run_imported
+
     run_imported(
         pact_dir=pact_dir,
         project=project,
@@ -152,6 +150,10 @@ def plan(
 ) -> None:
     """Interview and decompose a task into Pact's decomposition/interview.json and
     tree.json (answers from the terminal, --answers FILE or --approve); --run goes on."""
+    from scheduler.cli.driving import drive_and_exit
+    from scheduler.cli.planview import print_plan
+    from scheduler.commands.plan import plan_task
+    from scheduler.commands.runs import run_tree
 
     def show_interview(interview: InterviewerOutput) -> None:
         say(
@@ -204,6 +206,8 @@ def plan(
 def planning_errors() -> Iterator[None]:
     """A planning role that failed (a malformed interview, no valid tree, a provider
     error): the message, exit code 1, nothing written."""
+    from scheduler.planning import PlanningError
+
     try:
         yield
     except (PlanningError, AgentError) as exc:

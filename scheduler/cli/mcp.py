@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from scheduler.cli.app import EXIT_OK, app, user_errors
-from scheduler.commands.mcp import serve_mcp
 
 
 @app.command()
@@ -41,6 +40,8 @@ def mcp(
     ] = None,
 ) -> None:
     """Serve a project to MCP clients: status, contracts, budget, retrospective, tools."""
+    from scheduler.commands.mcp import serve_mcp
+
     with user_errors():
         serve_mcp(
             project=project,

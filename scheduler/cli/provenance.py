@@ -5,18 +5,20 @@ drift, staleness, the latest retrospective and run picture (user text only throu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from scheduler.budget import format_usd
 from scheduler.cli.app import EXIT_OK, app, print_json, say, user_errors
-from scheduler.cli.views import say_some
-from scheduler.commands.provenance import ProvenanceReport, show_retrospective
-from scheduler.commands.timeline import draw_timeline
+
+if TYPE_CHECKING:
+    from scheduler.commands.provenance import ProvenanceReport
 
 
 def print_provenance(report: ProvenanceReport) -> None:
+    from scheduler.cli.views import say_some
+
     for severity in ("error", "warning"):
         say_some(
             (f.message for f in report.drift if f.severity == severity),
@@ -43,6 +45,9 @@ def retrospective(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Show a run's retrospective: cost, duration, failure patterns and lessons."""
+    from scheduler.cli.views import say_some
+    from scheduler.commands.provenance import show_retrospective
+
     with user_errors():
         retro, saved = show_retrospective(project_dir=project)
     if as_json:
@@ -92,6 +97,8 @@ def timeline(
     ],
 ) -> None:
     """Draw a run as a Gantt chart: a lane per worker slot, a bar per attempt."""
+    from scheduler.commands.timeline import draw_timeline
+
     with user_errors():
         pic = draw_timeline(project_dir=project, output=output)
     lost = sum(1 for b in pic.bars if b.outcome in ("lost", "dropped"))

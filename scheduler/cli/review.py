@@ -8,12 +8,8 @@ from typing import Annotated
 
 import typer
 
-from scheduler import commands
 from scheduler.cli.app import EXIT_OK, app, out, print_json, say, user_errors
-from scheduler.cli.driving import drive_and_exit
 from scheduler.cli.options import JsonOption, ProjectArgument
-from scheduler.gates.fleet import ReviewRequest, hand_back
-from scheduler.gates.review import decide_review, pending_reviews
 
 ItemArg = Annotated[
     str, typer.Argument(help="The item: COMPONENT/PHASE, or a component with one item waiting")
@@ -54,6 +50,8 @@ def review(
     as_json: JsonOption = False,
 ) -> None:
     """List the items that await a human's review: score, test results and diff."""
+    from scheduler.gates.review import pending_reviews
+
     with user_errors():
         _, pending = pending_reviews(project_dir=project)
     if as_json:
@@ -88,6 +86,11 @@ def _decide(
     executor: str,
     broker: str | None,
 ) -> None:
+    from scheduler import commands
+    from scheduler.cli.driving import drive_and_exit
+    from scheduler.gates.fleet import ReviewRequest, hand_back
+    from scheduler.gates.review import decide_review
+
     verb = "approved" if approved else "rejected"
     with user_errors():
         decided = decide_review(

@@ -9,8 +9,6 @@ import typer
 
 from pact_workers.agents.factory import AGENTS
 from pact_workers.gcpause import collector_paused
-from scheduler import commands
-from scheduler.audit import is_driven
 from scheduler.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -20,7 +18,6 @@ from scheduler.cli.app import (
     say,
     user_errors,
 )
-from scheduler.cli.importing import run_imported
 from scheduler.cli.interrupt import interruptible
 from scheduler.cli.options import (
     AgentOption,
@@ -32,17 +29,6 @@ from scheduler.cli.options import (
     SandboxOption,
     WorkersOption,
 )
-from scheduler.cli.planview import print_plan
-from scheduler.cli.provenance import print_provenance
-from scheduler.cli.views import (
-    ProgressListener,
-    exit_for,
-    print_details,
-    print_summary,
-    progress_display,
-)
-from scheduler.commands.statusdoc import gather_status, status_document
-from scheduler.project import ProjectDir
 
 
 @app.command()
@@ -79,6 +65,10 @@ def run(
     ] = None,
 ) -> None:
     """Run every component of TREE through contract, test and implementation."""
+    from scheduler import commands
+    from scheduler.cli.importing import run_imported
+    from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
+
     tree = _tree_or_pact(tree, from_pact, dry_run)
     if from_pact is not None:
         run_imported(
@@ -144,6 +134,8 @@ def _tree_or_pact(tree: Path | None, from_pact: Path | None, dry_run: bool) -> P
 
 
 def _warn_about_the_fleet(broker: str) -> None:
+    from scheduler import commands
+
     warning = commands.fleet_warning(broker)
     if warning:
         say(warning, label="warning", to_err=True)
@@ -163,6 +155,12 @@ def status(
 
 
 def _show_status(project: Path, *, as_json: bool) -> None:
+    from scheduler.audit import is_driven
+    from scheduler.cli.provenance import print_provenance
+    from scheduler.cli.views import print_details, print_summary
+    from scheduler.commands.statusdoc import gather_status, status_document
+    from scheduler.project import ProjectDir
+
     with user_errors():
         state, warnings, problems, provenance = gather_status(project)
     driven = is_driven(ProjectDir(project).audit_path)
@@ -224,6 +222,9 @@ def resume(
     ] = None,
 ) -> None:
     """Resume a failed, paused or interrupted run; verified work is kept."""
+    from scheduler import commands
+    from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
+
     with user_errors(), interruptible(project) as stop, progress_display() as progress:
         state, problems = commands.resume_run(
             project_dir=project,
@@ -259,6 +260,8 @@ def rebuild(
     ] = False,
 ) -> None:
     """Rebuild state.json from the audit log and report what disagreed."""
+    from scheduler import commands
+
     with user_errors():
         state, problems = commands.rebuild_run(project_dir=project, dry_run=dry_run, force=force)
     for warning in state.warnings:
@@ -290,6 +293,10 @@ def demo(
     ] = False,
 ) -> None:
     """Run the bundled example project with the replay agent and print a summary."""
+    from scheduler import commands
+    from scheduler.cli.planview import print_plan
+    from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
+
     with user_errors():
         target = commands.demo_directory(directory)
         say(f"project directory: {target}", to_err=True)

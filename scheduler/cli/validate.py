@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from scheduler import commands
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
 
 
@@ -40,6 +39,8 @@ def validate(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Validate contracts: dependencies, types, locality and quality (exit 1 on errors)."""
+    from scheduler import commands
+
     with user_errors():
         result = commands.validate_path(path=path, tree_path=tree, quality=contract_quality)
     report = result.report

@@ -9,6 +9,9 @@ Rules:
 - a run nobody drives (the service paused it for review and let it go) gets the
   decision in its log at once, then a resume, and is marked active in the run
   registry: a scheduler service adopts it and carries on, as after any failover.
+
+The run loop imports this module for embedded runs too: redis-py and the fleet's
+modules are imported by the functions that talk to Redis, not here.
 """
 
 from __future__ import annotations
@@ -17,19 +20,19 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import redis
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pact_workers.errors import BrokerUnavailable, InputError
-from pact_workers.fleet import keys
-from pact_workers.fleet.connection import check_redis_url, redact, redis_from_url
 from scheduler.gates.events import ReviewDecided
 from scheduler.launch import load_state
 from scheduler.project import ProjectDir
-from scheduler.registry import update_run
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.state import RunState
+
+if TYPE_CHECKING:
+    import redis
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,10 @@ class ReviewRequest(BaseModel):
 @contextmanager
 def fleet_client(broker_url: str) -> Iterator[redis.Redis]:
     """A Redis client for ``broker_url``; Redis errors become BrokerUnavailable."""
+    import redis
+
+    from pact_workers.fleet.connection import check_redis_url, redact, redis_from_url
+
     client = redis_from_url(check_redis_url(broker_url))
     try:
         yield client
@@ -66,6 +73,9 @@ def hand_back(project_dir: Path, broker_url: str) -> str | None:
         InputError: the run cannot be resumed (it is not paused or failed).
         BrokerUnavailable: Redis cannot be reached.
     """
+    from pact_workers.fleet import keys
+    from scheduler.registry import update_run
+
     project = ProjectDir(project_dir)
     state, _ = load_state(project)
     with fleet_client(broker_url) as client:
@@ -83,6 +93,8 @@ def hand_back(project_dir: Path, broker_url: str) -> str | None:
 
 def send_review_request(client: redis.Redis, run_id: str, request: ReviewRequest) -> None:
     """Leave ``request`` for the scheduler that drives run ``run_id``."""
+    from pact_workers.fleet import keys
+
     key = keys.review_requests(run_id)
     with client.pipeline(transaction=True) as pipe:
         pipe.rpush(key, request.model_dump_json())
@@ -92,6 +104,8 @@ def send_review_request(client: redis.Redis, run_id: str, request: ReviewRequest
 
 def take_review_requests(client: redis.Redis, run_id: str) -> list[ReviewRequest]:
     """Every request left for run ``run_id``, removed as they are read."""
+    from pact_workers.fleet import keys
+
     key = keys.review_requests(run_id)
     with client.pipeline(transaction=True) as pipe:
         pipe.lrange(key, 0, -1)

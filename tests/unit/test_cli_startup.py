@@ -1,0 +1,72 @@
+"""What ``pact`` loads before it runs a command: not the run loop, not redis-py.
+
+Each check runs in a fresh interpreter, since this process has imported everything
+already. Module sets, not times: a slow machine must not fail them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import scheduler
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def heavy_modules_after(statement: str) -> str:
+    """redis-py's modules and the run loop, as a fresh interpreter holds them after
+    ``statement``."""
+    code = (
+        f"import sys; {statement}; print(sorted(m for m in sys.modules "
+        "if m == 'redis' or m.startswith('redis.') or m == 'scheduler.run'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_importing_the_cli_loads_neither_the_run_loop_nor_redis() -> None:
+    assert heavy_modules_after("import scheduler.cli") == "[]"
+
+
+def test_the_embedded_run_loop_imports_without_redis() -> None:
+    """Only a fleet run talks to Redis, but the run loop reaches the gates' fleet
+    module (review decisions sent over Redis) for embedded runs too."""
+    assert heavy_modules_after("import scheduler.run") == "['scheduler.run']"
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [
+        ("ComponentState", "scheduler.wavefront"),
+        ("RunController", "scheduler.run"),
+        ("RunState", "scheduler.state"),
+        ("RunStatus", "scheduler.state"),
+        ("SchedulingMode", "scheduler.wavefront"),
+        ("Settings", "scheduler.settings"),
+        ("WavefrontScheduler", "scheduler.wavefront"),
+        ("fold", "scheduler.fold"),
+        ("load_settings", "scheduler.settings"),
+        ("load_state", "scheduler.launch"),
+        ("start_run", "scheduler.launch"),
+    ],
+)
+def test_every_public_name_of_the_scheduler_package_is_the_one_its_module_defines(
+    name: str, module: str
+) -> None:
+    """Loaded on first use, and ``fold`` the function, not its module, although
+    ``scheduler.fold`` has been imported."""
+    defined = getattr(importlib.import_module(module), name)
+    assert getattr(scheduler, name) is defined
+    assert name in scheduler.__all__ and name in dir(scheduler)
+
+
+def test_a_name_the_scheduler_package_does_not_export_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = scheduler.no_such_name
