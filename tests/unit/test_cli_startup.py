@@ -70,3 +70,25 @@ def test_every_public_name_of_the_scheduler_package_is_the_one_its_module_define
 def test_a_name_the_scheduler_package_does_not_export_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = scheduler.no_such_name
+
+
+def test_pact_status_loads_neither_the_run_loop_nor_redis(tmp_path: Path) -> None:
+    """The commands package loads a command's module when the CLI calls it: reading a
+    run's state (here, of a directory with no run) needs neither."""
+    argv = ["pact", "status", str(tmp_path), "--json"]
+    statement = (
+        f"from scheduler.cli import main; sys.argv = {argv!r}; "
+        "exec('try:\\n main()\\nexcept SystemExit:\\n pass')"
+    )
+    assert heavy_modules_after(statement) == "[]"
+
+
+def test_every_function_of_the_commands_package_is_the_one_its_module_defines() -> None:
+    from scheduler import commands
+
+    for name in commands.__all__:
+        module = importlib.import_module(commands._SUBMODULES[name])
+        assert getattr(commands, name) is getattr(module, name), name
+    assert sorted(commands.__all__) == sorted(commands._SUBMODULES)
+    with pytest.raises(AttributeError, match="no_such_command"):
+        _ = commands.no_such_command
