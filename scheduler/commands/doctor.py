@@ -90,6 +90,7 @@ def doctor_checks(
         redis_check = _redis_check(broker_url)
         checks.append(redis_check)
         if redis_check.passed:
+            checks.append(_redis_keeping_check(broker_url))
             checks.append(_workers_check(broker_url))
     return checks
 
@@ -218,3 +219,54 @@ def _redis_check(broker_url: str) -> Check:
         )
     finally:
         client.close()
+
+
+def _redis_keeping_check(broker_url: str) -> Check:
+    """What Redis keeps and what it may drop: its eviction policy, its persistence, its
+    memory, and how long the fleet's artifacts stay in it."""
+    from pact_workers.fleet.blobs import artifact_ttl_s
+
+    what = "Redis keeps the fleet's state"
+    try:
+        ttl = f"artifacts expire {_duration(artifact_ttl_s())} after their last write"
+    except InputError as exc:
+        return _check("redis", what, False, str(exc))
+    client = redis_from_url(check_redis_url(broker_url), retry_s=2)
+    try:
+        memory, persistence = client.info("memory"), client.info("persistence")
+    except Exception as exc:
+        return Check("redis", what, "warn", f"INFO could not be read ({exc}); {ttl}")
+    finally:
+        client.close()
+    limit = int(memory.get("maxmemory", 0) or 0)
+    used = f"{memory.get('used_memory_human', '?')} used of " + (
+        f"{limit / 2**20:.0f} MB (maxmemory)" if limit else "no limit (maxmemory 0)"
+    )
+    policy = str(memory.get("maxmemory_policy", "?"))
+    if policy != "noeviction":
+        return _check(
+            "redis",
+            what,
+            False,
+            f"maxmemory-policy is {policy}: short of memory, Redis would drop leases, "
+            f"queued tasks and results; run it with --maxmemory-policy noeviction "
+            f"({used}; {ttl})",
+        )
+    if not int(persistence.get("aof_enabled", 0) or 0):
+        return Check(
+            "redis",
+            what,
+            "warn",
+            f"appendonly is off: a restart of Redis loses queued tasks, leases and results "
+            f"(runs recover by running attempts again); run it with --appendonly yes "
+            f"({used}; {ttl})",
+        )
+    return _check("redis", what, True, f"{used}; noeviction, appendonly; {ttl}")
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0 and seconds >= size:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count > 1 else ''}"
+    return f"{seconds} s"

@@ -10,6 +10,8 @@ worker`` and ``pact run``/``pact resume`` processes against a real ``redis-serve
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -21,7 +23,8 @@ from pact_workers.models.work import Phase
 from scheduler.events import ItemFailed
 from scheduler.outcomes import OUTPUT_LOST
 from tests.acceptance.test_crash import check_applied_once
-from tests.integration.fleet import Fleet
+from tests.integration.conftest import RedisServer
+from tests.integration.fleet import Fleet, pact_argv
 from tests.integration.test_fleet_faults import (
     AUTHOR_ROLES,
     CODE_ROLES,
@@ -135,3 +138,26 @@ def test_a_run_whose_artifacts_expired_while_no_scheduler_drove_it_resumes_and_c
             f"\n{len(ttls)} blobs expired with {len(waiting)} successes waiting; "
             f"{len(lost)} ran again ({OUTPUT_LOST}); {len(after)} blobs written by the resume"
         )
+
+
+def test_doctor_says_how_long_artifacts_stay_and_refuses_a_redis_that_evicts(
+    private_redis: RedisServer, tmp_path: Path
+) -> None:
+    def doctor() -> str:
+        env = {**os.environ, "PACT_ARTIFACT_TTL_S": "3600", "COLUMNS": "400", "NO_COLOR": "1"}
+        argv = pact_argv("doctor", str(tmp_path), "--broker", private_redis.url)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+        return next(line for line in done.stdout.splitlines() if "Redis keeps" in line)
+
+    line = doctor()  # the test server: noeviction, appendonly yes
+    assert line.split()[0] == "ok", line
+    assert "artifacts expire 1 hour after their last write" in line, line
+    with redis_client(private_redis.url) as client:
+        client.config_set("maxmemory-policy", "allkeys-lru")
+        line = doctor()
+        assert line.split()[0] == "MISSING", line
+        assert "maxmemory-policy is allkeys-lru" in line and "noeviction" in line, line
+        client.config_set("maxmemory-policy", "noeviction")
+        client.config_set("appendonly", "no")
+        line = doctor()
+        assert line.split()[0] == "warn" and "--appendonly yes" in line, line
