@@ -129,5 +129,12 @@ class TieredBlobStore:
             sync()
         unsent, self._unsent = self._unsent, {}
         renew, self._renew = [d for d in self._renew if d not in unsent], {}
-        if unsent or renew:
+        if not (unsent or renew):
+            return
+        try:
             self._write(list(unsent.values()), renew)
+        except BaseException:
+            # Redis stayed away past the client's retries: the next sync sends them.
+            self._unsent = {**unsent, **self._unsent}
+            self._renew = {**dict.fromkeys(renew), **self._renew}
+            raise

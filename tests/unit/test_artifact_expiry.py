@@ -152,3 +152,34 @@ def test_an_attempt_whose_inputs_are_gone_fails_as_transient_without_asking_the_
         INPUTS_UNAVAILABLE,
     )
     assert result.error is not None and "inputs could not be read" in result.error
+
+
+class _Flaky(RedisBlobStore):
+    """A Redis store whose first write fails, as Redis gone past the client's retries."""
+
+    failures = 1
+
+    def put_and_renew(self, blobs: list[bytes], renew: list[str]) -> list[str]:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("Redis is gone")
+        return super().put_and_renew(blobs, renew)
+
+
+def test_a_sync_that_could_not_reach_redis_leaves_its_writes_and_renewals_to_the_next(
+    fake: fakeredis.FakeRedis, tmp_path: Path
+) -> None:
+    local = DirectoryBlobStore(tmp_path / "artifacts", deferred=True)
+    store = ArtifactStore(TieredBlobStore(local, RedisBlobStore(fake, ttl_s=TTL_S)))
+    contract = store.put_bundle({"interface.json": b"{}"})
+    fake.expire(keys.artifact(contract), 5)
+    flaky = ArtifactStore(TieredBlobStore(local, _Flaky(fake, ttl_s=TTL_S), deferred=True))
+    spec = flaky.put_bundle({"spec.json": b"{}"})
+    flaky.refresh([contract])
+
+    with pytest.raises(ConnectionError):
+        flaky.sync()
+    assert not fake.exists(keys.artifact(spec))
+    flaky.sync()
+
+    assert 0 < ttl(fake, spec) <= TTL_S and ttl(fake, contract) > 5
