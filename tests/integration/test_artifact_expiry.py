@@ -36,6 +36,7 @@ from tests.integration.test_fleet_faults import (
     redis_client,
     run_args,
     running_attempts,
+    slow_implementations,
     succeeded,
     wait_for,
     wait_for_run_id,
@@ -91,7 +92,9 @@ def test_a_run_whose_artifacts_expired_while_no_scheduler_drove_it_resumes_and_c
     with Fleet(redis_url, tmp_path / "logs") as fleet, redis_client(redis_url) as client:
         fleet.worker("authors", roles=AUTHOR_ROLES, concurrency=2)
         fleet.worker("coders", roles=CODE_ROLES, concurrency=2)
-        run = fleet.pact(*run_args(example, project, redis_url), name="run")
+        # Implementations take a second: the run still goes on when 5 items are done.
+        replay = slow_implementations(example, tmp_path)
+        run = fleet.pact(*run_args(example, project, redis_url, replay=replay), name="run")
         run_id = wait_for_run_id(project, fleet=fleet, run=run)
         wait_for("5 items to succeed", lambda: succeeded(project) >= 5, fleet=fleet, run=run)
         # The scheduler dies while an attempt runs that will succeed: its result waits

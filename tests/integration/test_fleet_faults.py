@@ -484,7 +484,10 @@ def test_scheduler_killed_mid_run_resumes_from_the_stream(
     with Fleet(redis_url, tmp_path / "logs") as fleet, redis_client(redis_url) as client:
         fleet.worker("authors", roles=AUTHOR_ROLES, concurrency=2)
         fleet.worker("coders", roles=CODE_ROLES, concurrency=2)
-        run = fleet.pact(*run_args(example, project, redis_url), name="run")
+        # Implementations take a second, so that the run still goes on after the wait
+        # below, however fast the rest of it is.
+        replay = slow_implementations(example, tmp_path)
+        run = fleet.pact(*run_args(example, project, redis_url, replay=replay), name="run")
         run_id = wait_for_run_id(project, fleet=fleet, run=run)
         wait_for("5 items to succeed", lambda: succeeded(project) >= 5, fleet=fleet, run=run)
         time.sleep(rng.uniform(0.0, 2.0))
