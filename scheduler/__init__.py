@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from scheduler.exports import lazy_exports
 
 # Eager, and first, as before: ``fold`` is also the name of its submodule, which
 # would shadow a lazy ``fold`` once anything imported ``scheduler.fold``; and
@@ -49,14 +50,4 @@ if TYPE_CHECKING:
     from scheduler.wavefront import ComponentState, SchedulingMode, WavefrontScheduler
 
 
-def __getattr__(name: str) -> Any:
-    module = _SUBMODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _SUBMODULES)

@@ -91,24 +91,22 @@ class RedisBlobStore:
 
     def put_blobs(self, blobs: list[bytes]) -> list[str]:
         """Store several blobs in one round trip (a bundle's files and its manifest)."""
-        for data in blobs:
-            self.check_size(data)
         digests = [digest_bytes(data) for data in blobs]
-        pipe = self.client.pipeline(transaction=False)
-        for digest, data in zip(digests, blobs, strict=True):
-            pipe.set(keys.artifact(digest), data, ex=self.ttl_s)
-        pipe.execute()
+        self._write(dict(zip(digests, blobs, strict=True)), [])
         return digests
 
     def put_and_renew(self, blobs: list[bytes], renew: list[str]) -> list[str]:
         """Store ``blobs`` and renew the blobs named ``renew`` for another ``ttl_s``, in
         one round trip; returns those of ``renew`` that Redis no longer has (expired or
         lost), which only a write can bring back."""
-        for data in blobs:
+        return self._write({digest_bytes(data): data for data in blobs}, renew)
+
+    def _write(self, blobs: dict[str, bytes], renew: list[str]) -> list[str]:
+        for data in blobs.values():
             self.check_size(data)
         pipe = self.client.pipeline(transaction=False)
-        for data in blobs:
-            pipe.set(keys.artifact(digest_bytes(data)), data, ex=self.ttl_s)
+        for digest, data in blobs.items():
+            pipe.set(keys.artifact(digest), data, ex=self.ttl_s)
         for digest in renew:
             pipe.expire(_key(digest), self.ttl_s)
         replies = pipe.execute()[len(blobs) :]

@@ -10,8 +10,9 @@ run's state does not import the run loop, Celery or redis-py.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from scheduler.exports import lazy_exports
 
 __all__ = [
     "EXAMPLE",
@@ -118,14 +119,4 @@ if TYPE_CHECKING:
     from scheduler.commands.validate import ValidationRun, validate_path
 
 
-def __getattr__(name: str) -> Any:
-    module = _SUBMODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _SUBMODULES)

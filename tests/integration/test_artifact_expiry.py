@@ -22,18 +22,13 @@ from pact_workers.fleet import keys
 from pact_workers.models.work import Phase
 from scheduler.events import ItemFailed
 from scheduler.outcomes import OUTPUT_LOST
-from tests.acceptance.test_crash import check_applied_once
 from tests.integration.conftest import RedisServer
 from tests.integration.fleet import Fleet, pact_argv
 from tests.integration.test_fleet_faults import (
     AUTHOR_ROLES,
     CODE_ROLES,
-    RUN_TIMEOUT_S,
-    audit_events,
-    check_every_attempt_accounted,
-    check_status_completed,
-    diagnose,
     redis_client,
+    resume_to_completion,
     run_args,
     running_attempts,
     slow_implementations,
@@ -131,16 +126,7 @@ def test_a_run_whose_artifacts_expired_while_no_scheduler_drove_it_resumes_and_c
 
         # A week goes by: every blob has expired, the waiting results' outputs too.
         client.delete(*ttls)
-        resumed = fleet.pact(
-            "resume", str(project), "--executor", "celery", "--broker", redis_url, name="resume"
-        )
-        code = fleet.wait(resumed, RUN_TIMEOUT_S, lambda: diagnose(client, project))
-        assert code == 0, fleet.logs()
-
-        check_applied_once(project)
-        events = audit_events(project)
-        check_every_attempt_accounted(events)
-        check_status_completed(project)
+        events = resume_to_completion(fleet, project, redis_url, client)
         # Each waiting success whose output was gone failed as transient and ran again;
         # none of them crashed the scheduler or was promoted from files it never read.
         lost = {

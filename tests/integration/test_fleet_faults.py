@@ -229,6 +229,23 @@ def attempt_of(event: ItemDispatched | ItemFailed | ItemSucceeded | ResultDroppe
     return (event.component_id, event.phase, event.attempt)
 
 
+def resume_to_completion(
+    fleet: Fleet, project: Path, broker_url: str, client: redis.Redis
+) -> list[Event]:
+    """``pact resume`` the fleet run in ``project``; once it completed, check that
+    nothing was applied twice and every attempt is accounted for; its events."""
+    resumed = fleet.pact(
+        "resume", str(project), "--executor", "celery", "--broker", broker_url, name="resume"
+    )
+    code = fleet.wait(resumed, RUN_TIMEOUT_S, lambda: diagnose(client, project))
+    assert code == 0, fleet.logs()
+    check_applied_once(project)
+    events = audit_events(project)
+    check_every_attempt_accounted(events)
+    check_status_completed(project)
+    return events
+
+
 def check_status_completed(project: Path) -> None:
     done = subprocess.run(
         pact_argv("status", str(project), "--json"),
@@ -513,16 +530,7 @@ def test_scheduler_killed_mid_run_resumes_from_the_stream(
             for c, p, n in in_flight
             if client.exists(keys.lease(run_id, c, p.value, n), keys.done(run_id, c, p.value, n))
         }
-        resumed = fleet.pact(
-            "resume", str(project), "--executor", "celery", "--broker", redis_url, name="resume"
-        )
-        code = fleet.wait(resumed, RUN_TIMEOUT_S, lambda: diagnose(client, project))
-        assert code == 0, fleet.logs()
-
-        check_applied_once(project)
-        events = audit_events(project)
-        check_every_attempt_accounted(events)
-        check_status_completed(project)
+        events = resume_to_completion(fleet, project, redis_url, client)
         for attempt in sent:
             outcomes = [
                 e
