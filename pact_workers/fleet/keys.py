@@ -14,12 +14,13 @@ Ours (prefix ``pact:``)::
         dispatch's inputs, a worker its outputs, the action cache an entry's files when
         it records it and at each hit. A blob that expired is sent again from the
         scheduler's copy with the next dispatch that needs it.
-    pact:cache:sha256:<hex>             string  30 days, renewed by each hit
+    pact:cache:sha256:<hex>             string  as its files (PACT_ARTIFACT_TTL_S),
+                                                renewed by each hit
                                                                 scheduler -> scheduler (any run)
         The action cache: one entry per action key (JSON: the verified result's bundle
         digest, what producing it cost, the run that recorded it), written only once
-        the run's log holds the success; its files are ``pact:artifact:`` blobs (an
-        entry whose files expired is a miss). See ``scheduler.cache``.
+        the run's log holds the success; its files are ``pact:artifact:`` blobs, kept
+        as long (an entry whose files Redis lost is a miss). See ``scheduler.cache``.
     pact:results                        stream  no TTL, MAXLEN ~100 000
                                                                 (none since per-run streams)
         The results stream of scheduler services before runs had streams of their own;
@@ -166,8 +167,6 @@ FINISHED_RESULTS_TTL_S = 24 * 3600
 #: than any run, short enough that finished runs clean up after themselves.
 CURRENT_ATTEMPT_TTL_S = 7 * 24 * 3600
 DONE_TTL_S = 7 * 24 * 3600
-#: Time to live of an action cache entry, renewed by every hit.
-ACTION_CACHE_TTL_S = 30 * 24 * 3600
 #: Time to live of an artifact blob, renewed by every write; ``PACT_ARTIFACT_TTL_S``
 #: sets it (see :func:`pact_workers.fleet.blobs.artifact_ttl_s`).
 ARTIFACT_TTL_S = 7 * 24 * 3600

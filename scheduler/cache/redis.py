@@ -1,12 +1,15 @@
 """The action cache in Redis: every run on the fleet shares it.
 
 An entry is a string ``pact:cache:sha256:<hex>`` (see :mod:`pact_workers.fleet.keys`)
-holding the entry's JSON, kept for :data:`ENTRY_TTL_S` and renewed by every hit. The
-results' files are the fleet's artifact store itself (``pact:artifact:<digest>``),
-where every verified result already is; ``put`` stores them again (renewing their
-TTL, ``PACT_ARTIFACT_TTL_S``) before the entry, so an entry never names files Redis
-does not have, unless they expire or Redis loses them later (a hit whose files are
-gone is a miss). A hit renews them: the run stores the files it is served.
+holding the entry's JSON. The results' files are the fleet's artifact store itself
+(``pact:artifact:<digest>``), where every verified result already is; ``put`` stores
+them again before the entry, so an entry never names files Redis does not have,
+unless Redis loses them later (a hit whose files are gone is a miss).
+
+An entry and its files are kept for the same time, ``PACT_ARTIFACT_TTL_S`` after
+their last write or hit: a hit renews the entry, and the run stores the files it is
+served, which renews them. An entry that outlived its files would be a miss that
+still took memory.
 """
 
 from __future__ import annotations
@@ -23,10 +26,7 @@ from pact_workers.fleet.blobs import RedisBlobStore
 from pact_workers.fleet.connection import describe
 from scheduler.cache.entry import CacheEntry, check_digest
 
-__all__ = ["ENTRY_TTL_S", "RedisActionCache"]
-
-#: How long an entry nobody hits is kept.
-ENTRY_TTL_S = keys.ACTION_CACHE_TTL_S
+__all__ = ["RedisActionCache"]
 
 
 class RedisActionCache:
@@ -35,15 +35,17 @@ class RedisActionCache:
     Args:
         client: a bytes (not decoded) client, e.g. from
             :func:`~pact_workers.fleet.connection.redis_from_url`.
-        ttl_s: how long an entry is kept after it was last written or hit.
+        ttl_s: how long an entry is kept after it was last written or hit (None: as
+            long as its files, ``PACT_ARTIFACT_TTL_S``).
     """
 
     name = "redis"
 
-    def __init__(self, client: redis.Redis, *, ttl_s: int = ENTRY_TTL_S) -> None:
+    def __init__(self, client: redis.Redis, *, ttl_s: int | None = None) -> None:
         self.client = client
-        self.ttl_s = ttl_s
-        self.store = ArtifactStore(RedisBlobStore(client))
+        blobs = RedisBlobStore(client)
+        self.ttl_s = blobs.ttl_s if ttl_s is None else ttl_s
+        self.store = ArtifactStore(blobs)
 
     @property
     def location(self) -> str:

@@ -55,7 +55,7 @@ def cached_entries(client: redis.Redis) -> list[CacheEntry]:
         key = name.decode().removeprefix("pact:cache:")
         entry = CacheEntry.from_bytes(raw, key) if isinstance(raw, bytes) else None
         assert entry is not None, name
-        assert 0 < client.ttl(name) <= keys.ACTION_CACHE_TTL_S
+        assert 0 < client.ttl(name) <= keys.ARTIFACT_TTL_S
         found.append(entry)
     return found
 

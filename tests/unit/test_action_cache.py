@@ -416,6 +416,22 @@ def test_redis_entries_live_under_the_documented_key_with_a_ttl_renewed_by_hits(
     client.close()
 
 
+def test_a_redis_entry_is_kept_as_long_as_its_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry that outlived its files would be a miss taking memory: both are kept
+    ``PACT_ARTIFACT_TTL_S`` after the record, and a hit renews the entry for as long."""
+    monkeypatch.setenv("PACT_ARTIFACT_TTL_S", "500")
+    client = fakeredis.FakeRedis()
+    cache = RedisActionCache(client)
+    cache.put(entry(), OUTPUT_FILES)
+    blobs = [name for name in client.scan_iter(match="pact:artifact:*")]
+    assert blobs and all(400 < client.ttl(name) <= 500 for name in blobs)
+    assert 400 < client.ttl(keys.action(KEY)) <= 500
+    client.expire(keys.action(KEY), 5)
+    assert cache.get(KEY) == entry()
+    assert 400 < client.ttl(keys.action(KEY)) <= 500
+    client.close()
+
+
 # -- modes, the factory, settings --------------------------------------------------
 
 
