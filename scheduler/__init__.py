@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler.exports import lazy_exports
+from pact_workers.exports import lazy_exports
 
-# Eager, and first, as before: ``fold`` is also the name of its submodule, which
-# would shadow a lazy ``fold`` once anything imported ``scheduler.fold``; and
-# ``scheduler.events`` imports ``scheduler.lifecycle.events``, whose package imports
-# ``scheduler.events`` back, so the lifecycle must load first, as the fold makes it.
+# Eager: ``fold`` is also the name of its submodule, which would shadow a lazy
+# ``fold`` once anything imported ``scheduler.fold``.
 from scheduler.fold import fold
 
 __all__ = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler.exports import lazy_exports
+from pact_workers.exports import lazy_exports
 
 __all__ = [
     "EXAMPLE",

@@ -26,9 +26,9 @@ Rules:
 
 from __future__ import annotations
 
-from scheduler.lifecycle.diagram import mermaid
-from scheduler.lifecycle.machine import IllegalTransition, Move, check, confirm, moves
-from scheduler.lifecycle.table import GUARDS, TRANSITIONS, Actor, Guard, Transition, lookup
+from typing import TYPE_CHECKING
+
+from pact_workers.exports import lazy_exports
 
 __all__ = [
     "GUARDS",
@@ -44,3 +44,35 @@ __all__ = [
     "mermaid",
     "moves",
 ]
+
+# Loaded on first use: ``scheduler.events`` imports ``scheduler.lifecycle.events``,
+# which imports this package first, and the machine imports ``scheduler.events``
+# back. Importing the machine here made every order but "lifecycle first" fail.
+_SUBMODULES = {
+    "GUARDS": "scheduler.lifecycle.table",
+    "TRANSITIONS": "scheduler.lifecycle.table",
+    "Actor": "scheduler.lifecycle.table",
+    "Guard": "scheduler.lifecycle.table",
+    "IllegalTransition": "scheduler.lifecycle.machine",
+    "Move": "scheduler.lifecycle.machine",
+    "Transition": "scheduler.lifecycle.table",
+    "check": "scheduler.lifecycle.machine",
+    "confirm": "scheduler.lifecycle.machine",
+    "lookup": "scheduler.lifecycle.table",
+    "mermaid": "scheduler.lifecycle.diagram",
+    "moves": "scheduler.lifecycle.machine",
+}
+
+if TYPE_CHECKING:
+    from scheduler.lifecycle.diagram import mermaid
+    from scheduler.lifecycle.machine import IllegalTransition, Move, check, confirm, moves
+    from scheduler.lifecycle.table import (
+        GUARDS,
+        TRANSITIONS,
+        Actor,
+        Guard,
+        Transition,
+        lookup,
+    )
+
+__getattr__, __dir__ = lazy_exports(globals(), _SUBMODULES)

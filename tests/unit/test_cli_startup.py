@@ -18,12 +18,12 @@ import scheduler
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def heavy_modules_after(statement: str) -> str:
-    """redis-py's modules and the run loop, as a fresh interpreter holds them after
-    ``statement``."""
+def heavy_modules_after(statement: str, heavy: tuple[str, ...] = ("redis", "scheduler.run")) -> str:
+    """redis-py's modules and the run loop (or the modules ``heavy`` and theirs), as a
+    fresh interpreter holds them after ``statement``."""
     code = (
         f"import sys; {statement}; print(sorted(m for m in sys.modules "
-        "if m == 'redis' or m.startswith('redis.') or m == 'scheduler.run'))"
+        f"if any(m == h or m.startswith(h + '.') for h in {heavy!r})))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
@@ -92,3 +92,34 @@ def test_every_function_of_the_commands_package_is_the_one_its_module_defines() 
     assert sorted(commands.__all__) == sorted(commands._SUBMODULES)
     with pytest.raises(AttributeError, match="no_such_command"):
         _ = commands.no_such_command
+
+
+def test_the_fleet_key_names_import_without_redis() -> None:
+    assert heavy_modules_after("from pact_workers.fleet import keys") == "[]"
+
+
+def test_the_lifecycle_package_loads_its_machine_on_first_use() -> None:
+    """The machine imports ``scheduler.events``, which imports the lifecycle's events:
+    a package that imported its machine made every import order but one fail."""
+    machine = ("scheduler.lifecycle.machine",)
+    assert heavy_modules_after("import scheduler.lifecycle.events", machine) == "[]"
+    assert heavy_modules_after("import scheduler.events", machine) == "[]"
+    used = "import scheduler.lifecycle as l; l.check"
+    assert heavy_modules_after(used, machine) == "['scheduler.lifecycle.machine']"
+
+
+@pytest.mark.parametrize(
+    ("package", "names"),
+    [("scheduler.lifecycle", "_SUBMODULES"), ("pact_workers.fleet", "_SUBMODULES")],
+)
+def test_every_public_name_of_a_lazy_package_is_the_one_its_module_defines(
+    package: str, names: str
+) -> None:
+    loaded = importlib.import_module(package)
+    where = getattr(loaded, names)
+    for name, module in where.items():
+        assert getattr(loaded, name) is getattr(importlib.import_module(module), name), name
+        assert name in loaded.__all__ and name in dir(loaded)
+    assert sorted(set(loaded.__all__) - {"keys"}) == sorted(where)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = loaded.no_such_name
