@@ -14,31 +14,32 @@ import tempfile
 import traceback
 
 # The command modules register themselves on ``app`` when imported, in the order
-# ``pact --help`` lists them. Each imports at its top only what its options and help
-# need; what its commands do is imported inside them, so that ``pact --help`` loads
-# neither the run loop nor redis-py (half its start-up time).
-from scheduler.cli import provenance  # noqa: F401
-
-# isort: split
+# ``pact --help`` lists them: a run's life first, then what judges it, then the
+# fleet. Each imports at its top only what its options and help need; what its
+# commands do is imported inside them, so that ``pact --help`` loads neither the run
+# loop nor redis-py (half its start-up time).
 from scheduler.cli import runs  # noqa: F401
 
 # isort: split
+from scheduler.cli import cancel  # noqa: F401
+
+# isort: split
+from scheduler.cli import provenance  # noqa: F401
+
+# isort: split
 from scheduler.cli import validate  # noqa: F401
+
+# isort: split
+from scheduler.cli import review  # noqa: F401
+
+# isort: split
+from scheduler.cli import frontdoor  # noqa: F401
 
 # isort: split
 from scheduler.cli import doctor  # noqa: F401
 
 # isort: split
 from scheduler.cli import fleet  # noqa: F401
-
-# isort: split
-from scheduler.cli import frontdoor  # noqa: F401
-
-# isort: split
-from scheduler.cli import review  # noqa: F401
-
-# isort: split
-from scheduler.cli import cancel  # noqa: F401
 
 # isort: split
 from scheduler.cli import mcp  # noqa: F401

@@ -123,3 +123,13 @@ def test_every_public_name_of_a_lazy_package_is_the_one_its_module_defines(
     assert sorted(set(loaded.__all__) - {"keys"}) == sorted(where)
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = loaded.no_such_name
+
+
+def test_pact_help_lists_a_runs_life_first_and_the_fleet_last() -> None:
+    import typer
+
+    from scheduler.cli import app
+
+    names = list(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    assert names[:5] == ["run", "status", "resume", "rebuild", "demo"]
+    assert names.index("doctor") < names.index("worker") < names.index("scheduler")
