@@ -40,43 +40,50 @@ def read_events(
 def _read_lines(
     path: Path, offset: int, keep: Callable[[bytes], bool] | None
 ) -> tuple[list[Event], list[str]]:
-    events: list[Event] = []
     warnings: list[str] = []
-    try:
-        with path.open("rb") as fh:
-            fh.seek(offset)
-            raw = fh.read()
-    except FileNotFoundError:
-        raise RunDirError(f"{path}: no audit log; is this a pact project directory?") from None
-    lines = raw.split(b"\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip() or (keep is not None and not keep(line)):
-            continue
-        try:
-            events.append(parse_event(line))
-        except (ValidationError, ValueError) as exc:
-            torn = number == len(lines) and not raw.endswith(b"\n")
-            what = "torn last line (crash while writing)" if torn else "unreadable event"
-            where = f"{path}:{number}" if not offset else f"{path} (byte {offset} on):{number}"
-            warnings.append(f"{where}: {what}: {str(exc).splitlines()[0]}")
-    return events, warnings
+    return list(scan_events(path, warnings, offset=offset, keep=keep)), warnings
 
 
-def iter_events(path: Path) -> Iterator[Event]:
-    """The readable events of ``path`` in order, one line at a time (a reader that
-    needs one pass and not the whole log in memory); unreadable lines are skipped."""
+def scan_events(
+    path: Path,
+    warnings: list[str],
+    *,
+    offset: int = 0,
+    keep: Callable[[bytes], bool] | None = None,
+) -> Iterator[Event]:
+    """The readable events of ``path`` from byte ``offset`` on, one line at a time (a
+    fold of a large log need not hold it whole); each line that is not an event is
+    added to ``warnings`` as the reading reaches it. ``keep``: only the lines it
+    accepts are parsed.
+
+    Raises:
+        RunDirError: there is no log at ``path`` (on the first ``next``).
+    """
     try:
         fh = path.open("rb")
     except FileNotFoundError:
         raise RunDirError(f"{path}: no audit log; is this a pact project directory?") from None
     with fh:
-        for line in fh:
-            if not line.strip():
+        fh.seek(offset)
+        for number, line in enumerate(fh, start=1):
+            if not line.strip() or (keep is not None and not keep(line)):
                 continue
             try:
-                yield parse_event(line)
-            except (ValidationError, ValueError):
+                event = parse_event(line)
+            except (ValidationError, ValueError) as exc:
+                # Only the last line can lack its newline: a crash while writing it.
+                torn = not line.endswith(b"\n")
+                what = "torn last line (crash while writing)" if torn else "unreadable event"
+                where = f"{path}:{number}" if not offset else f"{path} (byte {offset} on):{number}"
+                warnings.append(f"{where}: {what}: {str(exc).splitlines()[0]}")
                 continue
+            yield event
+
+
+def iter_events(path: Path) -> Iterator[Event]:
+    """The readable events of ``path`` in order, one line at a time (a reader that
+    needs one pass and not the whole log in memory); unreadable lines are skipped."""
+    return scan_events(path, [])
 
 
 def line_before(path: Path, offset: int) -> bytes:

@@ -11,11 +11,11 @@ from pydantic import ValidationError
 
 from pact_workers.artifacts import digest_bytes
 from pact_workers.errors import ArtifactError
+from pact_workers.gcpause import collector_paused
 from pact_workers.models.work import ItemStatus, Phase
-from scheduler.audit import read_events
-from scheduler.fold import fold
+from scheduler.audit import scan_events
 from scheduler.launch import require_a_run
-from scheduler.lifecycle.damaged import fold_damaged
+from scheduler.lifecycle.damaged import fold_as_read
 from scheduler.project import ProjectDir
 from scheduler.snapshot import parse_state_json
 from scheduler.state import RunState
@@ -38,12 +38,14 @@ def rebuild_state(project_dir: Path) -> RunState:
     """
     project = ProjectDir(project_dir)
     project.require_run()
-    events, warnings = read_events(project.audit_path)
+    # A damaged log is folded as far as it goes (illegal events after a lost line
+    # are skipped with a warning); an intact one strictly. One line at a time: the
+    # parsed events of a large log would take more memory than its state.
+    warnings: list[str] = []
+    with collector_paused():
+        state = fold_as_read(scan_events(project.audit_path, warnings), warnings)
     for warning in warnings:
         log.warning(warning)
-    # A damaged log is folded as far as it goes (illegal events after a lost line
-    # are skipped with a warning); an intact one strictly.
-    state = fold_damaged(events) if warnings else fold(events)
     require_a_run(state, project, unreadable=len(warnings))
     state.project_dir = str(project.root)
     state.warnings = warnings

@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ValidationError
 
 from pact_workers.gcpause import collector_paused
-from scheduler.audit import line_before, read_events
-from scheduler.fold import fold
-from scheduler.lifecycle.damaged import fold_damaged
+from scheduler.audit import line_before, scan_events
+from scheduler.lifecycle.damaged import fold_as_read
 from scheduler.state import RunState
 
 if TYPE_CHECKING:
@@ -121,30 +120,36 @@ def snapshot_mark(project: ProjectDir) -> LogMark | None:
 
 
 def read_snapshot(project: ProjectDir) -> Snapshot | None:
-    """The snapshot, if it is readable and its mark matches the log (else None)."""
+    """The snapshot, if it is readable and its mark matches the log (else None). The
+    mark is checked from the header first: a stale snapshot of a large run is not
+    parsed for nothing."""
+    mark = snapshot_mark(project)
+    if mark is None or not mark[0] or not mark[1]:
+        return None
+    if log_mark(project.audit_path, mark[0])[1] != mark[1]:
+        return None
     try:
         snap = parse_state_json(project.state_path.read_bytes())
     except (OSError, ValidationError, ValueError):
         return None
-    if not snap.intact or not snap.log_offset or not snap.log_tail_digest:
-        return None
-    _, digest = log_mark(project.audit_path, snap.log_offset)
-    return snap if digest == snap.log_tail_digest else None
+    if not snap.intact or (snap.log_offset, snap.log_tail_digest) != mark:
+        return None  # damaged, or written anew since the header was read
+    return snap
 
 
 def load_folded(project: ProjectDir) -> tuple[RunState, list[str], int | None]:
     """The state of the whole log: the snapshot plus the log's tail when the snapshot's
-    mark matches, else a fold of the whole log. Also: the warnings about unreadable
-    lines read, and the last event the snapshot covered when it was the starting point
-    (its ``seq``; None: the whole log was folded)."""
+    mark matches, else a fold of the whole log, one line at a time. Also: the warnings
+    about unreadable lines read, and the last event the snapshot covered when it was
+    the starting point (its ``seq``; None: the whole log was folded)."""
     snap = read_snapshot(project)
+    warnings: list[str] = []
     if snap is not None:
         covered = snap.state.last_seq  # the fold goes on in this very state
-        events, warnings = read_events(project.audit_path, offset=snap.log_offset)
-        if warnings:
-            return fold_damaged(events, snap.state), warnings, covered
-        return fold(events, snap.state), warnings, covered
-    events, warnings = read_events(project.audit_path)
-    if warnings:  # folded as far as it goes: events a lost line made illegal are skipped
-        return fold_damaged(events), warnings, None
-    return fold(events), warnings, None
+        tail = scan_events(project.audit_path, warnings, offset=snap.log_offset)
+        return fold_as_read(tail, warnings, snap.state), warnings, covered
+    # Folded as far as it goes when lines are unreadable: the events a lost line made
+    # illegal are skipped.
+    with collector_paused():
+        state = fold_as_read(scan_events(project.audit_path, warnings), warnings)
+    return state, warnings, None

@@ -11,7 +11,7 @@ each event the lifecycle refuses is skipped too, and a logged warning names it
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from scheduler.events import Event
 from scheduler.fold import apply
@@ -30,4 +30,29 @@ def fold_damaged(events: Iterable[Event], state: RunState | None = None) -> RunS
             apply(state, event)
         except IllegalTransition as exc:
             log.warning("skipped after an unreadable line: %s", exc)
+    return state
+
+
+def fold_as_read(
+    events: Iterable[Event], warnings: Sequence[str], state: RunState | None = None
+) -> RunState:
+    """Fold ``events`` as a reader yields them (e.g. :func:`scheduler.audit.scan_events`),
+    while ``warnings`` fills with the log's unreadable lines: the whole log is never
+    held at once, yet the result is the one of reading it first.
+
+    Strict if the log turns out intact: an event the lifecycle refuses is then an
+    error (the first one refused is raised, once the log is read). Otherwise as
+    :func:`fold_damaged`: every event refused is skipped and logged.
+    """
+    state = state if state is not None else RunState()
+    refused: list[IllegalTransition] = []
+    for event in events:
+        try:
+            apply(state, event)
+        except IllegalTransition as exc:
+            refused.append(exc)  # an error or a skip: known once every line is read
+    if refused and not warnings:
+        raise refused[0]
+    for refusal in refused:
+        log.warning("skipped after an unreadable line: %s", refusal)
     return state

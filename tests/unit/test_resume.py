@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pact_workers.models import ItemStatus, Phase
-from scheduler.audit import read_events
+from scheduler.audit import read_events, scan_events
 from scheduler.events import Event, RunCompleted, RunResumed
 from scheduler.fold import fold
 from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
@@ -186,13 +187,13 @@ def whole_log_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
     reads: list[Path] = []
 
-    def counted(path: Path, offset: int = 0) -> tuple[list[Event], list[str]]:
+    def counted(path: Path, warnings: list[str], *, offset: int = 0) -> Iterator[Event]:
         if offset == 0:
             reads.append(path)
-        return read_events(path, offset=offset)
+        return scan_events(path, warnings, offset=offset)
 
-    monkeypatch.setattr(rebuild, "read_events", counted)
-    monkeypatch.setattr(snapshot, "read_events", counted)
+    monkeypatch.setattr(rebuild, "scan_events", counted)
+    monkeypatch.setattr(snapshot, "scan_events", counted)
     return reads
 
 

@@ -1,0 +1,121 @@
+"""A fold of the whole log (``pact rebuild``, ``pact status`` and an opening run
+without a usable snapshot) reads the log one line at a time: the parsed events of a
+10,000-component log took 300 MB more than the state they fold to. The result is the
+one of reading the log first: strict when it is intact, as far as it goes when a line
+of it is unreadable, wherever that line is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pact_workers.models import ItemStatus, Phase
+from scheduler import snapshot
+from scheduler.audit import scan_events
+from scheduler.cli import app
+from scheduler.lifecycle.machine import IllegalTransition
+from scheduler.project import ProjectDir
+from scheduler.rebuild import rebuild_state
+from scheduler.snapshot import load_folded
+from tests.runs import RunBuilder, star_tree
+
+
+def finished_run(root: Path) -> ProjectDir:
+    run = RunBuilder(root, star_tree(3))
+    for cid in ("c1", "c2", "c3"):
+        run.complete(cid)
+    return run.close()
+
+
+def lines_of(project: ProjectDir) -> list[bytes]:
+    return project.audit_path.read_bytes().splitlines(keepends=True)
+
+
+def refuse_first_success(lines: list[bytes]) -> int:
+    """Make the log's first success name an attempt never dispatched (the lifecycle
+    refuses it, and the events of that item after it); returns its line's index."""
+    for index, line in enumerate(lines):
+        event = json.loads(line)
+        if event["type"] == "item_succeeded":
+            event["attempt"] = 7
+            lines[index] = json.dumps(event).encode() + b"\n"
+            return index
+    raise AssertionError("no success in the log")
+
+
+def test_a_full_fold_reads_the_log_one_line_at_a_time(tmp_path: Path) -> None:
+    project = finished_run(tmp_path)
+    lines = lines_of(project)
+    lines[-1] = b"{not json\n"
+    project.audit_path.write_bytes(b"".join(lines))
+    warnings: list[str] = []
+    events = scan_events(project.audit_path, warnings)
+    first = next(events)
+    # The first event came before the reader reached the unreadable last line.
+    assert first.type == "run_started" and warnings == []
+    assert len(list(events)) == len(lines) - 2
+    assert len(warnings) == 1 and f":{len(lines)}: unreadable event" in warnings[0]
+
+
+def test_an_intact_log_with_an_event_the_lifecycle_refuses_is_an_error(tmp_path: Path) -> None:
+    project = finished_run(tmp_path)
+    lines = lines_of(project)
+    refuse_first_success(lines)
+    project.audit_path.write_bytes(b"".join(lines))
+    with pytest.raises(IllegalTransition, match="attempt 7|lease_current"):
+        rebuild_state(project.root)
+    res = CliRunner().invoke(app, ["rebuild", str(project.root), "--dry-run"])
+    assert res.exit_code == 2, res.output
+    assert "lease_current" in res.output and "Traceback" not in res.output
+
+
+def test_a_damaged_log_is_folded_as_far_as_it_goes_even_when_the_lost_line_comes_later(
+    tmp_path: Path,
+) -> None:
+    """The refused event comes before the unreadable line: read first, the log was
+    known to be damaged before the fold began; read as it is folded, the refusal is
+    decided once the damage is found."""
+    project = finished_run(tmp_path)
+    lines = lines_of(project)
+    refused = refuse_first_success(lines)
+    lines[-1] = b"{not json\n"
+    assert refused < len(lines) - 1
+    project.audit_path.write_bytes(b"".join(lines))
+    state = rebuild_state(project.root)
+    assert len(state.warnings) == 1 and "unreadable event" in state.warnings[0]
+    assert state.item("c1", Phase.CONTRACT).status is not ItemStatus.DONE
+    assert state.item("c2", Phase.IMPLEMENT).status is ItemStatus.DONE
+    project.state_path.unlink()  # no snapshot: status and an opening run fold it all
+    folded, warnings, covered = load_folded(project)
+    assert folded.model_dump(exclude={"warnings", "project_dir"}) == state.model_dump(
+        exclude={"warnings", "project_dir"}
+    )
+    assert warnings == state.warnings and covered is None
+
+
+def test_a_snapshot_whose_mark_does_not_match_the_log_is_not_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = finished_run(tmp_path)
+    parsed: list[int] = []
+    real = snapshot.parse_state_json
+
+    def counted(raw: bytes) -> snapshot.Snapshot:
+        parsed.append(len(raw))
+        return real(raw)
+
+    monkeypatch.setattr(snapshot, "parse_state_json", counted)
+    mark = snapshot.snapshot_mark(project)
+    assert mark is not None and snapshot.read_snapshot(project) is not None
+    assert len(parsed) == 1
+    # The log is not the one the snapshot covered (a backup of the log restored).
+    lines = lines_of(project)
+    lines[0] = lines[0].replace(b"{", b"{ ", 1)
+    project.audit_path.write_bytes(b"".join(lines))
+    assert snapshot.snapshot_mark(project) == mark
+    parsed.clear()
+    assert snapshot.read_snapshot(project) is None
+    assert parsed == []
