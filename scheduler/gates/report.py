@@ -46,15 +46,17 @@ def gates_report(state: RunState) -> dict[str, Any]:
 
 
 def gate_lines(state: RunState) -> list[str]:
-    """One line per implement/integrate item that was scored, then a count."""
-    lines = [_line(key, item) for key, item in state.items.items() if _shown(item)]
+    """The count of work calls advisory mode says blocking would have held, then one
+    line per implement/integrate item that was scored: first, so that ``pact status``,
+    which shows a few hundred lines of a large run, never leaves the count out."""
+    lines = []
     blocked = sum(1 for i in state.items.values() if i.gates.would_have_blocked)
     if blocked:
         lines.append(
             f"{blocked} work call(s) would have blocked (advisory): with gates: blocking "
             "each would first need an approved teachback"
         )
-    return lines
+    return lines + [_line(key, item) for key, item in state.items.items() if _shown(item)]
 
 
 def _shown(item: ItemState) -> bool:
