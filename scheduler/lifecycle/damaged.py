@@ -43,16 +43,29 @@ def fold_as_read(
     Strict if the log turns out intact: an event the lifecycle refuses is then an
     error (the first one refused is raised, once the log is read). Otherwise as
     :func:`fold_damaged`: every event refused is skipped and logged.
+
+    Any other error of the fold is raised as it comes, unless an event was refused
+    before it: which of the two is the log's error is then known only once every line
+    is read, so the rest is read without being folded.
     """
     state = state if state is not None else RunState()
     refused: list[IllegalTransition] = []
+    failed: Exception | None = None
     for event in events:
+        if failed is not None:
+            continue  # reading on: an unreadable line decides which error is raised
         try:
             apply(state, event)
         except IllegalTransition as exc:
             refused.append(exc)  # an error or a skip: known once every line is read
+        except Exception as exc:
+            if not refused:
+                raise
+            failed = exc
     if refused and not warnings:
         raise refused[0]
+    if failed is not None:
+        raise failed
     for refusal in refused:
         log.warning("skipped after an unreadable line: %s", refusal)
     return state

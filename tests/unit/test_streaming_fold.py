@@ -16,6 +16,7 @@ from pact_workers.models import ItemStatus, Phase
 from scheduler import snapshot
 from scheduler.audit import scan_events
 from scheduler.cli import app
+from scheduler.events import Event
 from scheduler.lifecycle.machine import IllegalTransition
 from scheduler.project import ProjectDir
 from scheduler.rebuild import rebuild_state
@@ -119,3 +120,35 @@ def test_a_snapshot_whose_mark_does_not_match_the_log_is_not_parsed(
     parsed.clear()
     assert snapshot.read_snapshot(project) is None
     assert parsed == []
+
+
+@pytest.mark.parametrize(("damaged", "raised"), [(False, IllegalTransition), (True, KeyError)])
+def test_an_error_after_a_refused_event_is_raised_as_reading_the_log_first_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damaged: bool, raised: type[Exception]
+) -> None:
+    """Read first, an intact log raised its first refused event before folding on, and
+    a damaged one skipped it and raised the next error of the fold. Read as folded, the
+    fold stands in for the lifecycle here: it refuses the second event and fails on
+    the fourth; the fifth line is unreadable or not."""
+    from scheduler.lifecycle import damaged as module
+
+    project = finished_run(tmp_path)
+    lines = lines_of(project)[:6]
+    if damaged:
+        lines[4] = b"{not json\n"
+    project.audit_path.write_bytes(b"".join(lines))
+    folded: list[int] = []
+
+    def stand_in(state: object, event: Event) -> None:
+        folded.append(event.seq)
+        if event.seq == 2:
+            raise IllegalTransition("refused")
+        if event.seq == 4:
+            raise KeyError("a fold error")
+
+    monkeypatch.setattr(module, "apply", stand_in)
+    warnings: list[str] = []
+    with pytest.raises(raised):
+        module.fold_as_read(scan_events(project.audit_path, warnings), warnings)
+    assert folded == [1, 2, 3, 4]  # nothing after the error is folded
+    assert len(warnings) == (1 if damaged else 0)  # yet every line was read
