@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from pact_workers.errors import InputError
 from pact_workers.files import atomic_write
-from scheduler.audit import read_events
+from pact_workers.gcpause import collector_paused
+from scheduler.audit import iter_events
 from scheduler.commands.provenance import TIMELINE_RECORD
 from scheduler.commands.rundir import check_run_dir
 from scheduler.launch import load_state
@@ -66,8 +67,10 @@ def draw_timeline(*, project_dir: Path, output: Path) -> RunPicture:
         ) from None
 
     state, _ = load_state(project)
-    events, _ = read_events(project.audit_path)
-    run_id, bars = collect_bars(events)
+    # One pass over the log, one line at a time: the parsed events of a large run's
+    # log take more memory than its bars.
+    with collector_paused():
+        run_id, bars = collect_bars(iter_events(project.audit_path))
     pic = picture(run_id or state.run_id, bars, state.tree, state.dependencies)
     write_picture(pic, output)
     record = {"path": str(output.resolve()), "written_at": datetime.now(UTC).isoformat()}

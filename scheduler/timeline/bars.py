@@ -17,6 +17,7 @@ scheduler stopped) has no slot to name and goes to the lane ``(no report)``. Out
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Literal
 
@@ -104,9 +105,11 @@ def _seconds(ts: str, origin: datetime) -> float:
     return (datetime.fromisoformat(ts) - origin).total_seconds()
 
 
-def collect_bars(events: list[Event]) -> tuple[str, list[Bar]]:
-    """(run id, one bar per attempt) from a run's events, in dispatch order."""
-    started = next((e for e in events if isinstance(e, RunStarted)), None)
+def collect_bars(events: Iterable[Event]) -> tuple[str, list[Bar]]:
+    """(run id, one bar per attempt) from a run's events, in dispatch order; in one
+    pass, so that the events may come from the log one line at a time."""
+    stream = iter(events)
+    started = next((e for e in stream if isinstance(e, RunStarted)), None)
     if started is None:
         return "", []
     origin = datetime.fromisoformat(started.ts)
@@ -114,7 +117,7 @@ def collect_bars(events: list[Event]) -> tuple[str, list[Bar]]:
     closed: dict[tuple[str, Phase, int], Bar] = {}
     order: list[tuple[str, Phase, int]] = []
     last_s = 0.0
-    for event in events:
+    for event in stream:
         now = _seconds(event.ts, origin)
         last_s = max(last_s, now)
         if isinstance(event, ItemDispatched):

@@ -85,6 +85,13 @@ def test_a_lost_attempt_and_its_re_dispatch_are_two_bars() -> None:
     ]
 
 
+def test_the_bars_come_from_one_pass_over_the_events() -> None:
+    """`pact timeline` reads the log one line at a time: a one-pass iterator gives the
+    bars the list gives."""
+    events = events_with_a_lost_worker()
+    assert collect_bars(iter(events)) == collect_bars(events)
+
+
 def test_a_late_result_of_a_lost_attempt_shows_as_dropped_on_its_worker() -> None:
     events = events_with_a_lost_worker()
     events.append(
