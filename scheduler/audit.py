@@ -29,19 +29,15 @@ def read_events(
     line that is not one. ``types``: only events of these types (their ``type``
     field), and only the lines that could hold one are parsed: a reader of a few kinds
     skips the cost of parsing every line of a large log."""
-    if types is not None:
-        wanted = frozenset(types)
-        needles = [b'"type":"' + t.encode() + b'"' for t in wanted]
-        found, warnings = _read_lines(path, offset, lambda line: any(n in line for n in needles))
-        return [e for e in found if e.type in wanted], warnings
-    return _read_lines(path, offset, None)
-
-
-def _read_lines(
-    path: Path, offset: int, keep: Callable[[bytes], bool] | None
-) -> tuple[list[Event], list[str]]:
     warnings: list[str] = []
-    return list(scan_events(path, warnings, offset=offset, keep=keep)), warnings
+    if types is None:
+        return list(scan_events(path, warnings, offset=offset)), warnings
+    wanted = frozenset(types)
+    needles = [b'"type":"' + t.encode() + b'"' for t in wanted]
+    found = scan_events(
+        path, warnings, offset=offset, keep=lambda line: any(n in line for n in needles)
+    )
+    return [e for e in found if e.type in wanted], warnings
 
 
 def scan_events(

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pact_workers.models import DecompositionTree, ErrorClass, Phase, Usage
 from pact_workers.models.tree import tree_from_data
 from scheduler.audit import AuditLog
@@ -106,3 +108,19 @@ class RunBuilder:
     def close(self) -> ProjectDir:
         self.audit.close()
         return self.project
+
+
+def counting_snapshot_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the state.json files parsed from here on (a spy on
+    :func:`scheduler.snapshot.parse_state_json`, which it still calls)."""
+    from scheduler import snapshot
+
+    reads: list[int] = []
+    parse = snapshot.parse_state_json
+
+    def counted(raw: bytes) -> snapshot.Snapshot:
+        reads.append(len(raw))
+        return parse(raw)
+
+    monkeypatch.setattr(snapshot, "parse_state_json", counted)
+    return reads

@@ -17,7 +17,7 @@ from scheduler.run import RunController
 from scheduler.settings import Settings
 from scheduler.snapshot import LogMark
 from scheduler.state import RunState, RunStatus
-from tests.runs import RunBuilder, star_tree
+from tests.runs import RunBuilder, counting_snapshot_reads, star_tree
 
 
 def _paused_run(tmp_path: Path) -> Path:
@@ -28,20 +28,6 @@ def _paused_run(tmp_path: Path) -> Path:
     project = run.close()
     project.write_state(fold(read_events(project.audit_path)[0]))
     return project.root
-
-
-def _counting_snapshot_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    from scheduler import snapshot
-
-    reads: list[int] = []
-    parse = snapshot.parse_state_json
-
-    def counted(raw: bytes) -> snapshot.Snapshot:
-        reads.append(len(raw))
-        return parse(raw)
-
-    monkeypatch.setattr(snapshot, "parse_state_json", counted)
-    return reads
 
 
 def _controller(
@@ -70,7 +56,7 @@ def test_the_run_loop_of_a_resume_starts_from_the_state_resume_wrote(
     from scheduler.cli import app
 
     root = _paused_run(tmp_path)
-    reads = _counting_snapshot_reads(monkeypatch)
+    reads = counting_snapshot_reads(monkeypatch)
     res = CliRunner().invoke(app, ["resume", str(root), "--agent", "noop"])
     assert res.exit_code == 0, res.output
     assert len(reads) == 1  # resume's own load; before, the run loop read it again
@@ -96,7 +82,7 @@ def test_a_run_loop_given_a_state_whose_log_moved_on_reads_the_log(
     assert mark is not None
     stale = (mark[0] - 1, mark[1])
     for given, expected_reads in ((stale, 1), (mark, 0)):
-        reads = _counting_snapshot_reads(monkeypatch)
+        reads = counting_snapshot_reads(monkeypatch)
         controller = _controller(project, loaded=(handed, given))
         controller.open()
         try:

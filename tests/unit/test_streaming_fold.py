@@ -21,7 +21,7 @@ from scheduler.lifecycle.machine import IllegalTransition
 from scheduler.project import ProjectDir
 from scheduler.rebuild import rebuild_state
 from scheduler.snapshot import load_folded
-from tests.runs import RunBuilder, star_tree
+from tests.runs import RunBuilder, counting_snapshot_reads, star_tree
 
 
 def finished_run(root: Path) -> ProjectDir:
@@ -101,14 +101,7 @@ def test_a_snapshot_whose_mark_does_not_match_the_log_is_not_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = finished_run(tmp_path)
-    parsed: list[int] = []
-    real = snapshot.parse_state_json
-
-    def counted(raw: bytes) -> snapshot.Snapshot:
-        parsed.append(len(raw))
-        return real(raw)
-
-    monkeypatch.setattr(snapshot, "parse_state_json", counted)
+    parsed = counting_snapshot_reads(monkeypatch)
     mark = snapshot.snapshot_mark(project)
     assert mark is not None and snapshot.read_snapshot(project) is not None
     assert len(parsed) == 1
