@@ -307,6 +307,8 @@ def entry(key: str = KEY, **changes: Any) -> CacheEntry:
         "duration_s": 12.5,
         "run_id": "r1",
         "agent": "anthropic claude-sonnet-4-6",
+        # fixed, so two calls across a second's turn build equal entries
+        "recorded_at": "2026-01-02T03:04:05+00:00",
     }
     fields.update(changes)
     return CacheEntry(**fields)
