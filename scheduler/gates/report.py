@@ -4,10 +4,12 @@ blocking would have held (the number a team looks at before it flips the flag)."
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from pact_workers.models.work import ItemStatus
 from scheduler.gates.keeper import GATED_PHASES
+from scheduler.gates.scorer import Gates
 from scheduler.state import ItemState, RunState
 
 
@@ -46,9 +48,16 @@ def gates_report(state: RunState) -> dict[str, Any]:
 
 
 def gate_lines(state: RunState) -> list[str]:
-    """The count of work calls advisory mode says blocking would have held, then one
-    line per implement/integrate item that was scored: first, so that ``pact status``,
-    which shows a few hundred lines of a large run, never leaves the count out."""
+    """What ``pact status`` prints of the gates, the totals first, so that the few
+    hundred lines it shows of a large run never leave them out:
+
+    - the count of work calls advisory mode says blocking would have held;
+    - how many implement/integrate items were scored, by workflow route, and how many
+      of them a blocking teachback or an auditor would gate;
+    - one line per scored item: first those a gate acted on (a teachback or
+      review, under way or decided, a teachback corrected, a score set in pact.yaml),
+      then the rest.
+    """
     lines = []
     blocked = sum(1 for i in state.items.values() if i.gates.would_have_blocked)
     if blocked:
@@ -56,7 +65,29 @@ def gate_lines(state: RunState) -> list[str]:
             f"{blocked} work call(s) would have blocked (advisory): with gates: blocking "
             "each would first need an approved teachback"
         )
-    return lines + [_line(key, item) for key, item in state.items.items() if _shown(item)]
+    scored = [(key, item) for key, item in state.items.items() if _shown(item)]
+    if not scored:
+        return lines
+    lines.append(_totals([item.gates.record.gates for _, item in scored if item.gates.record]))
+    acting = [(key, item) for key, item in scored if _acting(item)]
+    rest = [(key, item) for key, item in scored if not _acting(item)]
+    return lines + [_line(key, item) for key, item in acting + rest]
+
+
+def _totals(scored: list[Gates]) -> str:
+    routes = Counter(gates.workflow_route for gates in scored)
+    teachbacks = sum(1 for gates in scored if gates.teachback_mode == "blocking")
+    auditors = sum(1 for gates in scored if gates.auditor_required)
+    by_route = ", ".join(f"{n} {route}" for route, n in sorted(routes.items()))
+    return (
+        f"{len(scored)} implement/integrate item(s) scored: {by_route}; "
+        f"{teachbacks} with a blocking teachback, {auditors} with an auditor"
+    )
+
+
+def _acting(item: ItemState) -> bool:
+    record = item.gates.record
+    return bool(item.gates.state or item.gates.teachback_rounds or (record and record.overrides))
 
 
 def _shown(item: ItemState) -> bool:
