@@ -14,7 +14,9 @@ from scheduler.state import ItemState, RunState
 
 
 def gates_report(state: RunState) -> dict[str, Any]:
-    """The gates of a run, for ``pact status --json``."""
+    """The gates of a run, for ``pact status --json``: the count of what would have
+    blocked, how many scored implement/integrate items each workflow route took, the
+    items awaiting review, and each item's gates."""
     items: dict[str, Any] = {}
     # Records are shared values (a few hundred per run): each is shown once, reused.
     shown: dict[int, dict[str, Any]] = {}
@@ -38,8 +40,10 @@ def gates_report(state: RunState) -> dict[str, Any]:
             "teachback_rounds": item.gates.teachback_rounds,
             "would_have_blocked": item.gates.would_have_blocked,
         }
+    scored = [item.gates.record.gates for _, item in _scored(state) if item.gates.record]
     return {
         "would_have_blocked": sum(1 for i in state.items.values() if i.gates.would_have_blocked),
+        "routes": dict(sorted(Counter(gates.workflow_route for gates in scored).items())),
         "awaiting_review": [
             key for key, i in state.items.items() if i.status is ItemStatus.AWAITING_REVIEW
         ],
@@ -65,7 +69,7 @@ def gate_lines(state: RunState) -> list[str]:
             f"{blocked} work call(s) would have blocked (advisory): with gates: blocking "
             "each would first need an approved teachback"
         )
-    scored = [(key, item) for key, item in state.items.items() if _shown(item)]
+    scored = _scored(state)
     if not scored:
         return lines
     lines.append(_totals([item.gates.record.gates for _, item in scored if item.gates.record]))
@@ -88,6 +92,11 @@ def _totals(scored: list[Gates]) -> str:
 def _acting(item: ItemState) -> bool:
     record = item.gates.record
     return bool(item.gates.state or item.gates.teachback_rounds or (record and record.overrides))
+
+
+def _scored(state: RunState) -> list[tuple[str, ItemState]]:
+    """The implement/integrate items that were scored, in the state's order."""
+    return [(key, item) for key, item in state.items.items() if _shown(item)]
 
 
 def _shown(item: ItemState) -> bool:

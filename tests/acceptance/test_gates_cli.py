@@ -46,6 +46,20 @@ def test_demo_with_gates_blocking_completes_and_shows_the_teachback_at_work(
     shown = pact("status", str(project))
     assert "ast_nodes/implement: score 7" in shown.stdout
     assert "1 teachback(s) corrected" in shown.stdout
+    # The totals by route come first, then the item a gate acted on, then the rest.
+    scored = [i for k, i in gates["items"].items() if not k.endswith(("/contract", "/test"))]
+    routes: dict[str, int] = {}
+    for item in scored:
+        route = item["gates"]["workflow_route"]
+        routes[route] = routes.get(route, 0) + 1
+    assert gates["routes"] == dict(sorted(routes.items())) and routes["orchestrate"] >= 1
+    lines = [line for line in shown.stdout.splitlines() if line.startswith("gates: ")]
+    by_route = ", ".join(f"{n} {route}" for route, n in sorted(routes.items()))
+    assert lines[0].startswith(
+        f"gates: {len(scored)} implement/integrate item(s) scored: {by_route};"
+    )
+    assert lines[1].startswith("gates: ast_nodes/implement: score 7")
+    assert len(lines) == 1 + len(scored)
 
 
 def hold(project: Path, example: Path) -> Path:
