@@ -20,6 +20,7 @@ state, ready set, inputs and promotion — over the same fleet, on the contracts
 test suites of a flat tree (``--items`` of them), against plain Celery's per-item cost.
 
 Usage: python bench/fleet.py [--items 2000] [--concurrency 4] [--rounds 3] [--broker URL]
+                            [--dir DIR]
 Without --broker it starts a private redis-server on a free port (needs the binary).
 """
 
@@ -250,6 +251,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians")
     parser.add_argument("--broker")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--dir",
+        help="where the whole path's project directories are made (default: the "
+        "temporary directory); its system CPU is mostly creating files, whose cost "
+        "differs widely between file systems and after a removal of many files",
+    )
     args = parser.parse_args(argv)
 
     redis_: Broker
@@ -280,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             # The whole path's projects are removed only at the end: on ext4 without a
             # journal, creating files is slow for minutes after a removal of many
             # (see bench/scale.py), which would slow each round more than the last.
-            projects = tempfile.mkdtemp(prefix="bench-whole-")
+            projects = tempfile.mkdtemp(prefix="bench-whole-", dir=args.dir)
             try:
                 for _ in range(args.rounds):
                     wall, spent = measured(
