@@ -1,6 +1,7 @@
-"""What ``pact status`` shows of the gates: per item its score, dimensions and gates,
-where its teachback or review stands, and how many work calls advisory mode says
-blocking would have held (the number a team looks at before it flips the flag)."""
+"""What ``pact status`` shows of the gates: how many work calls advisory mode says
+blocking would have held (the number a team looks at before it flips the flag), the
+scored items by workflow route, and per item its score, dimensions and gates and where
+its teachback or review stands."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def gates_report(state: RunState) -> dict[str, Any]:
             "teachback_rounds": item.gates.teachback_rounds,
             "would_have_blocked": item.gates.would_have_blocked,
         }
-    scored = [item.gates.record.gates for _, item in _scored(state) if item.gates.record]
+    scored = _gates_of(_scored(state))
     return {
         "would_have_blocked": sum(1 for i in state.items.values() if i.gates.would_have_blocked),
         "routes": dict(sorted(Counter(gates.workflow_route for gates in scored).items())),
@@ -72,7 +73,7 @@ def gate_lines(state: RunState) -> list[str]:
     scored = _scored(state)
     if not scored:
         return lines
-    lines.append(_totals([item.gates.record.gates for _, item in scored if item.gates.record]))
+    lines.append(_totals(_gates_of(scored)))
     acting = [(key, item) for key, item in scored if _acting(item)]
     rest = [(key, item) for key, item in scored if not _acting(item)]
     return lines + [_line(key, item) for key, item in acting + rest]
@@ -97,6 +98,10 @@ def _acting(item: ItemState) -> bool:
 def _scored(state: RunState) -> list[tuple[str, ItemState]]:
     """The implement/integrate items that were scored, in the state's order."""
     return [(key, item) for key, item in state.items.items() if _shown(item)]
+
+
+def _gates_of(scored: list[tuple[str, ItemState]]) -> list[Gates]:
+    return [item.gates.record.gates for _, item in scored if item.gates.record is not None]
 
 
 def _shown(item: ItemState) -> bool:
