@@ -93,6 +93,18 @@ def test_fleet_bench_pushes_the_items_through_the_fleet_plain_celery_and_a_real_
         assert split["total"] >= split["worker"], path
 
 
+@pytest.mark.redis
+@pytest.mark.timeout(300)
+def test_fleet_growth_bench_runs_the_whole_path_at_each_size(redis_url: str) -> None:
+    found = bench("fleet_growth.py", "--sizes", "40", "20", "--rounds", "1", "--broker", redis_url)
+    rows = found["rows"]
+    assert [row["items"] for row in rows] == [20, 40]  # smallest first
+    for row in rows:
+        assert row["rounds"] == 1 and len(row["wall_s_each"]) == 1
+        assert row["items_per_s"] > 0 and row["cpu_ms_per_item"] > 0
+    assert "growth_exponent" not in rows[0] and math.isfinite(rows[1]["growth_exponent"])
+
+
 def test_cache_bench_asks_the_agent_only_for_what_earlier_trees_did_not_cover() -> None:
     trees, components, shared = 3, 10, 0.8
     found = bench(

@@ -1,0 +1,118 @@
+"""The whole path at growing sizes: what one scheduler spends per item over the fleet.
+
+``bench/fleet.py`` measures the whole path (a real run over a real ``pact worker``)
+at one size, against plain Celery. This runs only the whole path, at each of
+``--sizes`` (the items of a flat tree, contract and test suite per component), the
+sizes alternating for ``--rounds`` rounds on one worker and one Redis, and prints per
+size the median items/s and the scheduler's CPU per item (user and system: this
+process, from the first dispatch to the last result), then the growth exponent of that
+CPU between consecutive sizes, as ``bench/scale.py`` does for the simulated loop: 0
+when an item costs the same in a run ten times larger, 1 when it costs ten times more.
+
+    .venv/bin/python bench/fleet_growth.py                       # 1,000 and 10,000 items, ~3 min
+    .venv/bin/python bench/fleet_growth.py --sizes 1000 5000 20000 --rounds 1
+    .venv/bin/python bench/fleet_growth.py --dir ~/quiet --json  # the projects there, not in /tmp
+
+Without --broker it starts a private redis-server on a free port (needs the binary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.fleet import fleet_items, whole_path_items  # noqa: E402
+from bench.processes import Broker, given_redis, private_redis, worker  # noqa: E402
+
+
+def rows_of(runs: dict[int, list[tuple[float, float, float]]]) -> list[dict[str, Any]]:
+    """One row per size, from its rounds' (wall, user, system) seconds: medians, and
+    the growth exponent of the CPU per item against the size before."""
+    rows: list[dict[str, Any]] = []
+    for size, measured in runs.items():
+        wall = statistics.median(w for w, _, _ in measured)
+        user = statistics.median(u for _, u, _ in measured)
+        system = statistics.median(s for _, _, s in measured)
+        rows.append(
+            {
+                "items": size,
+                "rounds": len(measured),
+                "wall_s_each": [round(w, 3) for w, _, _ in measured],
+                "items_per_s": round(size / wall, 1),
+                "cpu_ms_per_item": round((user + system) / size * 1000, 3),
+                "user_ms_per_item": round(user / size * 1000, 3),
+                "system_ms_per_item": round(system / size * 1000, 3),
+            }
+        )
+    for before, after in itertools.pairwise(rows):
+        ratio = after["cpu_ms_per_item"] / before["cpu_ms_per_item"]
+        after["growth_exponent"] = round(
+            math.log(ratio) / math.log(after["items"] / before["items"]), 3
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds; medians")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--broker")
+    parser.add_argument("--dir", help="where the runs' projects are made (see bench/fleet.py)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    sizes = sorted(set(args.sizes))
+    if sizes[0] < 4 or args.rounds < 1:
+        parser.error("give sizes of at least 4 items and at least one round")
+    # A flat tree of n // 2 components makes 2 * (n // 2) items: ask for even sizes.
+    sizes = [2 * (size // 2) for size in sizes]
+
+    redis_: Broker
+    runs: dict[int, list[tuple[float, float, float]]] = {size: [] for size in sizes}
+    with private_redis() if args.broker is None else given_redis(args.broker) as redis_:
+        env = {**os.environ, "PACT_BROKER_URL": redis_.url, "PYTHONPATH": str(REPO)}
+        logs = Path(tempfile.mkdtemp(prefix="bench-growth-"))
+        command = [sys.executable, "-m", "scheduler.cli", "worker", "--broker", redis_.url,
+                   "--roles", "contract_author,test_author", "--pool", "prefork",
+                   "--concurrency", str(args.concurrency), "--loglevel", "INFO"]  # fmt: skip
+        with worker(command, env, logs / "worker.log", REPO):
+            fleet_items(redis_.url, min(100, sizes[0]))  # warm up the pool
+            # Removed only at the end, as in bench/fleet.py: creating files is slow for
+            # minutes after a removal of many on this file system.
+            projects = tempfile.mkdtemp(prefix="bench-growth-", dir=args.dir)
+            try:
+                for _ in range(args.rounds):
+                    for size in sizes:
+                        runs[size].append(
+                            whole_path_items(redis_.url, size, 4 * args.concurrency, projects)
+                        )
+            finally:
+                shutil.rmtree(projects, ignore_errors=True)
+    rows = rows_of(runs)
+    if args.json:
+        print(json.dumps({"concurrency": args.concurrency, "rows": rows}, indent=2))
+        return 0
+    print(f"{'items':>8} {'items/s':>8} {'cpu ms/it':>10} {'user':>6} {'system':>7} {'growth':>7}")
+    for row in rows:
+        growth = f"{row['growth_exponent']:7.2f}" if "growth_exponent" in row else " " * 7
+        print(
+            f"{row['items']:>8} {row['items_per_s']:>8} {row['cpu_ms_per_item']:>10.2f} "
+            f"{row['user_ms_per_item']:>6.2f} {row['system_ms_per_item']:>7.2f} {growth}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
