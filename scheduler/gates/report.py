@@ -59,9 +59,9 @@ def gate_lines(state: RunState) -> list[str]:
     - the count of work calls advisory mode says blocking would have held;
     - how many implement/integrate items were scored, by workflow route, and how many
       of them a blocking teachback or an auditor would gate;
-    - one line per scored item: first those a gate acted on (a teachback or
-      review, under way or decided, a teachback corrected, a score set in pact.yaml),
-      then the rest.
+    - one line per scored item: first those a gate acted on or would have held (a
+      teachback or review, under way or decided, a teachback corrected, advisory
+      mode's "would have blocked", a dimension set in pact.yaml), then the rest.
     """
     lines = []
     blocked = sum(1 for i in state.items.values() if i.gates.would_have_blocked)
@@ -91,8 +91,13 @@ def _totals(scored: list[Gates]) -> str:
 
 
 def _acting(item: ItemState) -> bool:
-    record = item.gates.record
-    return bool(item.gates.state or item.gates.teachback_rounds or (record and record.overrides))
+    gates, record = item.gates, item.gates.record
+    return bool(
+        gates.state
+        or gates.teachback_rounds
+        or gates.would_have_blocked
+        or (record and record.overrides)
+    )
 
 
 def _scored(state: RunState) -> list[tuple[str, ItemState]]:

@@ -65,6 +65,22 @@ def test_pact_status_lists_the_items_a_gate_acted_on_first() -> None:
     assert lines[3].startswith("c0/implement")
 
 
+def test_pact_status_lists_what_would_have_blocked_before_the_rest() -> None:
+    """Advisory mode: the count of what blocking would have held is followed by those
+    items, not by the first items of the state."""
+    low, mid = record_for(1, 1, 2, 1), record_for(2, 2, 2, 2)
+    state = gated_run([low, low, mid, low, mid])
+    lines = gate_lines(state)
+    assert lines[0].startswith("2 work call(s) would have blocked")
+    assert [line.split(":")[0] for line in lines[2:]] == [
+        "c2/implement",
+        "c4/implement",
+        "c0/implement",
+        "c1/implement",
+        "c3/implement",
+    ]
+
+
 def test_a_run_with_no_scored_item_shows_no_gates() -> None:
     state = RunState(run_id="r")
     state.items["c/implement"] = ItemState(component_id="c", phase=Phase.IMPLEMENT)
