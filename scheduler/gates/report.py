@@ -41,10 +41,9 @@ def gates_report(state: RunState) -> dict[str, Any]:
             "teachback_rounds": item.gates.teachback_rounds,
             "would_have_blocked": item.gates.would_have_blocked,
         }
-    scored = _gates_of(_scored(state))
     return {
-        "would_have_blocked": sum(1 for i in state.items.values() if i.gates.would_have_blocked),
-        "routes": dict(sorted(Counter(gates.workflow_route for gates in scored).items())),
+        "would_have_blocked": _blocked(state),
+        "routes": _routes(_gates_of(_scored(state))),
         "awaiting_review": [
             key for key, i in state.items.items() if i.status is ItemStatus.AWAITING_REVIEW
         ],
@@ -64,7 +63,7 @@ def gate_lines(state: RunState) -> list[str]:
       mode's "would have blocked", a dimension set in pact.yaml), then the rest.
     """
     lines = []
-    blocked = sum(1 for i in state.items.values() if i.gates.would_have_blocked)
+    blocked = _blocked(state)
     if blocked:
         lines.append(
             f"{blocked} work call(s) would have blocked (advisory): with gates: blocking "
@@ -74,16 +73,24 @@ def gate_lines(state: RunState) -> list[str]:
     if not scored:
         return lines
     lines.append(_totals(_gates_of(scored)))
-    acting = [(key, item) for key, item in scored if _acting(item)]
-    rest = [(key, item) for key, item in scored if not _acting(item)]
-    return lines + [_line(key, item) for key, item in acting + rest]
+    # A stable sort: those a gate acted on first, each group in the state's order.
+    scored.sort(key=lambda pair: not _acting(pair[1]))
+    return lines + [_line(key, item) for key, item in scored]
+
+
+def _blocked(state: RunState) -> int:
+    return sum(1 for item in state.items.values() if item.gates.would_have_blocked)
+
+
+def _routes(scored: list[Gates]) -> dict[str, int]:
+    """How many of ``scored`` each workflow route took, by route name."""
+    return dict(sorted(Counter(gates.workflow_route for gates in scored).items()))
 
 
 def _totals(scored: list[Gates]) -> str:
-    routes = Counter(gates.workflow_route for gates in scored)
     teachbacks = sum(1 for gates in scored if gates.teachback_mode == "blocking")
     auditors = sum(1 for gates in scored if gates.auditor_required)
-    by_route = ", ".join(f"{n} {route}" for route, n in sorted(routes.items()))
+    by_route = ", ".join(f"{n} {route}" for route, n in _routes(scored).items())
     return (
         f"{len(scored)} implement/integrate item(s) scored: {by_route}; "
         f"{teachbacks} with a blocking teachback, {auditors} with an auditor"
