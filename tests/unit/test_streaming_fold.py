@@ -10,17 +10,19 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from pact_workers.models import ItemStatus, Phase
 from scheduler import snapshot
 from scheduler.audit import scan_events
 from scheduler.cli import app
-from scheduler.events import Event
+from scheduler.lifecycle.damaged import fold_as_read
 from scheduler.lifecycle.machine import IllegalTransition
 from scheduler.project import ProjectDir
 from scheduler.rebuild import rebuild_state
 from scheduler.snapshot import load_folded
+from scheduler.state import RunState
 from tests.runs import RunBuilder, counting_snapshot_reads, star_tree
 
 
@@ -115,33 +117,31 @@ def test_a_snapshot_whose_mark_does_not_match_the_log_is_not_parsed(
     assert parsed == []
 
 
-@pytest.mark.parametrize(("damaged", "raised"), [(False, IllegalTransition), (True, KeyError)])
+@pytest.mark.parametrize(
+    ("damaged", "raised"), [(False, IllegalTransition), (True, ValidationError)]
+)
 def test_an_error_after_a_refused_event_is_raised_as_reading_the_log_first_would(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damaged: bool, raised: type[Exception]
+    tmp_path: Path, damaged: bool, raised: type[Exception]
 ) -> None:
     """Read first, an intact log raised its first refused event before folding on, and
-    a damaged one skipped it and raised the next error of the fold. Read as folded, the
-    fold stands in for the lifecycle here: it refuses the second event and fails on
-    the fourth; the fifth line is unreadable or not."""
-    from scheduler.lifecycle import damaged as module
-
+    a damaged one skipped it and raised the next error of the fold. Here the log's
+    first success is refused and the line after it starts the run again with a tree
+    that is not one, which the fold cannot take (not a refusal); the last line is
+    unreadable or not."""
     project = finished_run(tmp_path)
-    lines = lines_of(project)[:6]
+    lines = lines_of(project)
+    refused = refuse_first_success(lines)
+    broken = json.loads(lines[0])  # run_started
+    broken["seq"] = json.loads(lines[refused + 1])["seq"]
+    broken["tree"] = {"root_id": "x", "nodes": "not nodes"}
+    lines[refused + 1] = json.dumps(broken).encode() + b"\n"
     if damaged:
-        lines[4] = b"{not json\n"
+        lines[-1] = b"{not json\n"
     project.audit_path.write_bytes(b"".join(lines))
-    folded: list[int] = []
-
-    def stand_in(state: object, event: Event) -> None:
-        folded.append(event.seq)
-        if event.seq == 2:
-            raise IllegalTransition("refused")
-        if event.seq == 4:
-            raise KeyError("a fold error")
-
-    monkeypatch.setattr(module, "apply", stand_in)
+    state = RunState()
     warnings: list[str] = []
     with pytest.raises(raised):
-        module.fold_as_read(scan_events(project.audit_path, warnings), warnings)
-    assert folded == [1, 2, 3, 4]  # nothing after the error is folded
+        fold_as_read(scan_events(project.audit_path, warnings), warnings, state)
+    # Nothing after the error is folded: the state ends before the refused event.
+    assert state.last_seq == json.loads(lines[refused])["seq"] - 1
     assert len(warnings) == (1 if damaged else 0)  # yet every line was read
