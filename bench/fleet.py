@@ -50,6 +50,14 @@ from scheduler.executors.celery import CeleryFleet  # noqa: E402
 from scheduler.fold import apply, fold  # noqa: E402
 
 
+def fleet_worker_command(broker: str, concurrency: int) -> list[str]:
+    """A real ``pact worker`` for the roles the benchmarks' items take (prefork, events
+    on, logging at INFO: ``bench.processes.worker`` waits for its ready line)."""
+    return [sys.executable, "-m", "scheduler.cli", "worker", "--broker", broker,
+            "--roles", "contract_author,test_author", "--pool", "prefork",
+            "--concurrency", str(concurrency), "--loglevel", "INFO"]  # fmt: skip
+
+
 def fleet_items(broker: str, items: int) -> float:
     run_id = f"bench{time.time_ns():x}"
     fleet = CeleryFleet(broker, stream=keys.run_results(run_id))
@@ -266,10 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         logs = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
         py = sys.executable
         c = str(args.concurrency)
-        fleet_worker = [py, "-m", "scheduler.cli", "worker", "--broker", broker,
-                        "--roles", "contract_author,test_author", "--pool", "prefork",
-                        "--concurrency", c,
-                        "--loglevel", "INFO"]  # fmt: skip
+        fleet_worker = fleet_worker_command(broker, args.concurrency)
         plain_worker = [py, "-m", "celery", "-A", "bench.plain_app", "worker",
                         "-Q", "bench.plain", "-P", "prefork", "-c", c, "-l", "INFO",
                         "-E"]  # fmt: skip

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import os
 import shutil
 import statistics
@@ -33,8 +32,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.fleet import fleet_items, whole_path_items  # noqa: E402
+from bench.fleet import fleet_items, fleet_worker_command, whole_path_items  # noqa: E402
 from bench.processes import Broker, given_redis, private_redis, worker  # noqa: E402
+from bench.scale import growth_exponent  # noqa: E402
 
 
 def rows_of(runs: dict[int, list[tuple[float, float, float]]]) -> list[dict[str, Any]]:
@@ -57,10 +57,10 @@ def rows_of(runs: dict[int, list[tuple[float, float, float]]]) -> list[dict[str,
             }
         )
     for before, after in itertools.pairwise(rows):
-        ratio = after["cpu_ms_per_item"] / before["cpu_ms_per_item"]
-        after["growth_exponent"] = round(
-            math.log(ratio) / math.log(after["items"] / before["items"]), 3
+        exponent = growth_exponent(
+            (before["items"], before["cpu_ms_per_item"]), (after["items"], after["cpu_ms_per_item"])
         )
+        after["growth_exponent"] = round(exponent, 3)
     return rows
 
 
@@ -84,9 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     with private_redis() if args.broker is None else given_redis(args.broker) as redis_:
         env = {**os.environ, "PACT_BROKER_URL": redis_.url, "PYTHONPATH": str(REPO)}
         logs = Path(tempfile.mkdtemp(prefix="bench-growth-"))
-        command = [sys.executable, "-m", "scheduler.cli", "worker", "--broker", redis_.url,
-                   "--roles", "contract_author,test_author", "--pool", "prefork",
-                   "--concurrency", str(args.concurrency), "--loglevel", "INFO"]  # fmt: skip
+        command = fleet_worker_command(redis_.url, args.concurrency)
         with worker(command, env, logs / "worker.log", REPO):
             fleet_items(redis_.url, min(100, sizes[0]))  # warm up the pool
             # Removed only at the end, as in bench/fleet.py: creating files is slow for

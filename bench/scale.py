@@ -48,6 +48,14 @@ sys.path.insert(0, str(REPO))
 
 from bench.trees import synthetic_tree  # noqa: E402
 
+
+def growth_exponent(smaller: tuple[float, float], larger: tuple[float, float]) -> float:
+    """k in cost per item ~ size**k, from (size, cost per item) at two sizes: 0 when an
+    item costs the same in a run ten times larger, 1 when it costs ten times more."""
+    (size_a, cost_a), (size_b, cost_b) = smaller, larger
+    return math.log(cost_b / cost_a) / math.log(size_b / size_a)
+
+
 #: The issue's targets, at 10,000 components (and the exponent between 1k and 10k).
 TARGETS = {
     "cpu_ms_per_item": 2.0,
@@ -226,9 +234,9 @@ def measure(sizes: list[int], workers: int, where: str | None = None) -> dict[st
             row["core_us_per_event"] = core_us_per_event(size)
             rows.append(row)
     for before, after in itertools.pairwise(rows):
-        ratio = after["cpu_ms_per_item"] / before["cpu_ms_per_item"]
-        after["growth_exponent"] = math.log(ratio) / math.log(
-            after["components"] / before["components"]
+        after["growth_exponent"] = growth_exponent(
+            (before["components"], before["cpu_ms_per_item"]),
+            (after["components"], after["cpu_ms_per_item"]),
         )
     return {
         "workers": workers,
