@@ -4,6 +4,7 @@ pact status showing them, and the review queue (pact review, approve, reject).""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +49,7 @@ def test_demo_with_gates_blocking_completes_and_shows_the_teachback_at_work(
     assert "1 teachback(s) corrected" in shown.stdout
     # The totals by route come first, then the item a gate acted on, then the rest.
     scored = [i for k, i in gates["items"].items() if not k.endswith(("/contract", "/test"))]
-    routes: dict[str, int] = {}
-    for item in scored:
-        route = item["gates"]["workflow_route"]
-        routes[route] = routes.get(route, 0) + 1
+    routes = Counter(item["gates"]["workflow_route"] for item in scored)
     assert gates["routes"] == dict(sorted(routes.items())) and routes["orchestrate"] >= 1
     lines = [line for line in shown.stdout.splitlines() if line.startswith("gates: ")]
     by_route = ", ".join(f"{n} {route}" for route, n in sorted(routes.items()))
