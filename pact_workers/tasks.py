@@ -37,7 +37,8 @@ from pact_workers.errors import InputError
 from pact_workers.fleet import keys
 from pact_workers.fleet.blobs import RedisBlobStore
 from pact_workers.fleet.connection import redis_from_url
-from pact_workers.fleet.leases import Leases, heartbeat_worker
+from pact_workers.fleet.heartbeats import heartbeat_worker
+from pact_workers.fleet.leases import Leases
 from pact_workers.fleet.planning import answer_plan_call
 from pact_workers.models.work import ErrorClass, ResultMessage, TaskMessage
 from pact_workers.runner import execute_task

@@ -40,8 +40,8 @@ _SUBMODULES = {
     "RedisBlobStore": "pact_workers.fleet.blobs",
     "ResultStream": "pact_workers.fleet.results",
     "check_redis_url": "pact_workers.fleet.connection",
-    "heartbeat_worker": "pact_workers.fleet.leases",
-    "live_workers": "pact_workers.fleet.leases",
+    "heartbeat_worker": "pact_workers.fleet.heartbeats",
+    "live_workers": "pact_workers.fleet.heartbeats",
     "publish_result": "pact_workers.fleet.results",
     "redact": "pact_workers.fleet.connection",
     "redis_from_url": "pact_workers.fleet.connection",
@@ -60,7 +60,8 @@ if TYPE_CHECKING:
         retry_deadline,
         wait_for_redis,
     )
-    from pact_workers.fleet.leases import LeaseHold, Leases, heartbeat_worker, live_workers
+    from pact_workers.fleet.heartbeats import heartbeat_worker, live_workers
+    from pact_workers.fleet.leases import LeaseHold, Leases
     from pact_workers.fleet.results import Delivery, ResultStream, publish_result
 
 __getattr__, __dir__ = lazy_exports(globals(), _SUBMODULES)

@@ -12,11 +12,9 @@ result even if Celery redelivers its task.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from functools import cached_property
 from types import TracebackType
 from typing import Any, Protocol
@@ -27,7 +25,7 @@ from redis.exceptions import RedisError
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import retry_deadline
 
-__all__ = ["Attempt", "LeaseHold", "Leases", "heartbeat_worker", "live_workers"]
+__all__ = ["Attempt", "LeaseHold", "Leases"]
 
 log = logging.getLogger(__name__)
 
@@ -364,36 +362,3 @@ class LeaseHold:
         log.warning("lease %s had vanished; taking it again", self.key)
         self._set()
         return True
-
-
-def heartbeat_worker(
-    client: redis.Redis, worker_id: str, info: Mapping[str, Any], ttl_s: float
-) -> None:
-    """Record that worker ``worker_id`` is alive for ``ttl_s`` (call every ttl_s / 3).
-
-    Args:
-        client: a Redis client.
-        worker_id: the worker's id (e.g. Celery's hostname ``celery@host``).
-        info: JSON-serialisable facts about it: roles, hostname, pid...
-        ttl_s: how long the key outlives the last heartbeat.
-    """
-    doc = {**info, "worker_id": worker_id, "heartbeat_at": time.time()}
-    client.set(keys.worker(worker_id), json.dumps(doc, sort_keys=True), px=_ms(ttl_s))
-
-
-def live_workers(client: redis.Redis) -> dict[str, dict[str, Any]]:
-    """Every worker with a live heartbeat: worker id -> what it last reported."""
-    found = sorted(client.scan_iter(match=keys.WORKER_PATTERN, count=500))
-    if not found:
-        return {}
-    workers: dict[str, dict[str, Any]] = {}
-    prefix = len(keys.worker(""))
-    for key, raw in zip(found, client.mget(found), strict=True):
-        if raw is None:
-            continue  # expired between SCAN and MGET
-        name = key.decode() if isinstance(key, bytes) else str(key)
-        try:
-            workers[name[prefix:]] = dict(json.loads(raw))
-        except (ValueError, TypeError):
-            log.warning("unreadable worker heartbeat %s", name)
-    return workers

@@ -118,7 +118,7 @@ def fleet_workers(broker_url: str) -> dict[str, dict[str, Any]]:
     Raises:
         InputError: a malformed broker URL.
     """
-    from pact_workers.fleet.leases import live_workers
+    from pact_workers.fleet.heartbeats import live_workers
 
     client = broker_client(broker_url)
     try:
