@@ -8,7 +8,9 @@ the app is first configured, not at import.
 Reliability, for tasks that run for minutes:
 
 - late acks with ``task_reject_on_worker_lost``: a task whose worker dies is not lost;
-- prefetch 1: a worker holds no task it is not running;
+- prefetch 1: a worker holds no message it is not running (a message may be a pack of
+  short attempts, run one after the other, whose waiting members' leases the worker
+  keeps alive: see ``fleet.packs``);
 - the Redis transport's ``visibility_timeout`` (set in ``broker_transport_options``, where
   the Celery docs say it must be) above the longest hard time limit, so a long task is
   never redelivered while it still runs;

@@ -1,5 +1,9 @@
 """One Celery task per role, each thin: decode the message, run the attempt, publish.
 
+A message is one attempt, or a pack of several short attempts of the role, which one
+pool process runs one after the other, each as if it had come alone
+(:mod:`pact_workers.fleet.packs`).
+
 A task message carries a :class:`TaskMessage` as a JSON object: ids, the attempt
 number (the fencing token) and artifact digests. The worker fetches inputs from
 the Redis artifact store, runs the agent and the harness in its sandbox, stores
@@ -39,6 +43,7 @@ from pact_workers.fleet.blobs import RedisBlobStore
 from pact_workers.fleet.connection import redis_from_url
 from pact_workers.fleet.heartbeats import heartbeat_worker
 from pact_workers.fleet.leases import Leases
+from pact_workers.fleet.packs import WaitingLeases, claim_all
 from pact_workers.fleet.planning import answer_plan_call
 from pact_workers.models.work import ErrorClass, ResultMessage, TaskMessage
 from pact_workers.runner import execute_task
@@ -181,6 +186,33 @@ def run_attempt(message: dict[str, Any], rt: WorkerRuntime | None = None) -> str
     return result.outcome
 
 
+def run_pack(messages: list[Any], rt: WorkerRuntime | None = None) -> str:
+    """Run the attempts of a pack one after the other (see :func:`run_attempt`); their
+    claimed leases are kept alive while they wait. Returns what happened to each."""
+    rt = rt or runtime()
+    tasks = _valid(messages)
+    outcomes = []
+    with WaitingLeases(rt.leases, tasks.values(), rt.worker_id) as waiting:
+        for i, message in enumerate(messages):
+            task = tasks.get(i)
+            if task is not None:
+                waiting.started(task)
+            outcomes.append(run_attempt(message, rt))
+    return f"pack of {len(messages)}: " + ", ".join(outcomes)
+
+
+def _valid(messages: list[Any]) -> dict[int, TaskMessage]:
+    """The well-formed attempts of a pack, by their place in it (run_attempt rejects
+    the others, each on its own)."""
+    tasks = {}
+    for i, message in enumerate(messages):
+        try:
+            tasks[i] = TaskMessage.model_validate(message)
+        except ValidationError:
+            continue
+    return tasks
+
+
 def _error(
     task: TaskMessage, message: str, cls: ErrorClass = ErrorClass.TRANSIENT
 ) -> ResultMessage:
@@ -198,7 +230,8 @@ def _error(
 
 @task_received.connect  # type: ignore[untyped-decorator]
 def claim_on_receipt(request: Any = None, **_: Any) -> None:
-    """Take the lease of an attempt as soon as this worker takes its message.
+    """Take the lease of an attempt (of each attempt of a pack) as soon as this worker
+    takes its message.
 
     Runs in the worker's main process. Until now the attempt's lease said
     ``queued``; from here a worker that dies before or while running it stops
@@ -207,18 +240,23 @@ def claim_on_receipt(request: Any = None, **_: Any) -> None:
     if request is None or not str(getattr(request, "name", "")).startswith("pact."):
         return
     try:
-        task = TaskMessage.model_validate(request.args[0])
+        message = request.args[0]
         rt = runtime()
-        rt.leases.claim(task, rt.worker_id)
+        if isinstance(message, list):
+            claim_all(rt.leases, _valid(message).values(), rt.worker_id)
+        else:
+            rt.leases.claim(TaskMessage.model_validate(message), rt.worker_id)
     except Exception:  # a claim is an optimisation of failure detection, never fatal
         log.warning("could not claim the lease of a received task", exc_info=True)
 
 
 def _register(name: str) -> Callable[..., str]:
-    def role_task(self: Task, message: dict[str, Any]) -> str:
-        if name in PLANNING_TASKS:
+    def role_task(self: Task, message: dict[str, Any] | list[Any]) -> str:
+        if name in PLANNING_TASKS and isinstance(message, dict):
             # The planning roles answer a call of ``pact plan``, not a work item.
             return answer_plan_call(message, runtime().client)
+        if isinstance(message, list):
+            return run_pack(message)
         return run_attempt(message)
 
     role_task.__name__ = name.replace(".", "_")

@@ -148,18 +148,21 @@ class Leases:
             pipe.get(keys.lease(*item))
         return dict(zip(items, pipe.execute(), strict=True))
 
-    def claim(self, task: Attempt, worker_id: str) -> bool:
+    def claim(self, task: Attempt, worker_id: str, *, client: Any = None) -> bool:
         """Mark ``task`` running on ``worker_id`` for one TTL, if it is still current.
 
         A worker calls this the moment it takes the message off the queue, before a
         pool process starts on it: from then on, a worker that dies is noticed within
         one TTL. The pool process then holds and renews the lease (:meth:`start`).
+        ``client``: a pipeline to queue the claim on (its reply is then the answer).
         """
         current_key = keys.current_attempt(task.run_id, task.component_id, task.phase)
         value = RUNNING + worker_id.encode()
         return bool(
             self._start_script(
-                keys=[current_key, _lease_key(task)], args=[task.attempt, value, _ms(self.ttl_s)]
+                keys=[current_key, _lease_key(task)],
+                args=[task.attempt, value, _ms(self.ttl_s)],
+                client=client,
             )
         )
 

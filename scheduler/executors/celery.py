@@ -34,10 +34,13 @@ from pact_workers.fleet.results import ResultStreams
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
 from scheduler.executors.base import LostAttempt
 from scheduler.executors.messages import CLAIM_GRACE_S, queued_task_ids, taken_task_ids, why_lost
+from scheduler.executors.packing import MAX_PACK, Packer, fleet_slots, message_of
 
 log = logging.getLogger(__name__)
 
 Lease = tuple[str, str, Phase, int]  # run_id, component_id, phase, attempt
+
+ROLE_OF_QUEUE = {queue: role for role, queue in QUEUES.items()}
 
 #: Publishing retries while the broker restarts.
 SEND_RETRY_POLICY = {
@@ -60,9 +63,12 @@ class CeleryFleet:
         lease_ttl_s: float = 10.0,
         claim_grace_s: float = CLAIM_GRACE_S,
         claim_idle_ms: int = 30_000,
+        max_pack: int = MAX_PACK,
     ) -> None:
         """``stream``: one stream for every result (default: each run's own,
-        :func:`keys.run_results`, attached by :meth:`attach` or the first submit)."""
+        :func:`keys.run_results`, attached by :meth:`attach` or the first submit).
+        ``max_pack``: the most short attempts sent in one message (1: each alone; see
+        :mod:`scheduler.executors.packing`)."""
         self.broker_url = check_redis_url(broker_url)
         self.client = redis_from_url(self.broker_url)
         self.stream = stream
@@ -99,6 +105,7 @@ class CeleryFleet:
         self._checked: dict[tuple[str, str], float] = {}
         #: Role queues this process has declared to the broker (see :meth:`_publish`).
         self._declared: set[str] = set()
+        self.packer = Packer(lambda: fleet_slots(self.client), max_pack=max_pack)
 
     def stream_of(self, run_id: str) -> str:
         """Where the results of ``run_id``'s attempts are published."""
@@ -122,7 +129,10 @@ class CeleryFleet:
         if not batch:
             return
         self.leases.dispatch_many(batch)
-        self._send(batch)
+        in_flight: dict[str, int] = defaultdict(int)
+        for queue in self._queue_of.values():
+            in_flight[ROLE_OF_QUEUE[queue]] += 1
+        self._send(self.packer.packs(batch, in_flight))
         now = time.monotonic()
         for task in batch:
             self._in_flight[_lease(task)] = now
@@ -130,50 +140,44 @@ class CeleryFleet:
         # A scheduler that adopts the run later knows these need no second dispatch.
         self.leases.mark_sent(batch)
 
-    def _send(self, batch: list[TaskMessage]) -> None:
-        """Publish ``batch``: in one pipeline where kombu batches publishes (5.7 and
-        later), else one message at a time. A batch that fails (the broker restarting)
-        is sent again one message at a time with the retry policy that waits for the
-        broker; a message the failed pipeline had delivered is then sent twice, which
-        is harmless: the two copies are one attempt, and only its first result counts
-        (the done marker)."""
-        if len(batch) > 1:
+    def _send(self, messages: list[list[TaskMessage]]) -> None:
+        """Publish ``messages`` (each one attempt, or a pack of one role's): in one
+        pipeline where kombu batches publishes (5.7 and later), else one message at a
+        time. A batch that fails (the broker restarting) is sent again one message at
+        a time with the retry policy that waits for the broker; a message the failed
+        pipeline had delivered is then sent twice, which is harmless: the two copies
+        are one attempt, and only its first result counts (the done marker)."""
+        if len(messages) > 1:
             try:
                 with self.celery.producer_or_acquire() as producer:
                     batching = getattr(producer, "batch", None)
                     if batching is not None:
-                        with batching(max_size=len(batch)):
-                            for task in batch:
-                                self._publish(task, producer=producer, retry=False)
+                        with batching(max_size=len(messages)):
+                            for tasks in messages:
+                                self._publish(tasks, producer=producer, retry=False)
                         return
             except Exception as exc:  # the per-message path then decides
                 log.warning("batched publish failed (%s); sending one at a time", exc)
                 self._declared.clear()  # the broker may have restarted: declare again
-        for task in batch:
-            self._publish(task, retry=True)
+        for tasks in messages:
+            self._publish(tasks, retry=True)
 
-    def _publish(self, task: TaskMessage, *, retry: bool, producer: Any = None) -> None:
-        """Send one task message. Its queue is declared with the first message this
-        process sends to it (Celery declares it with every message otherwise, which
-        costs a copy of the queue each time, and the declaration stays: the workers
-        declare their queues too, and the fleet's Redis persists)."""
+    def _publish(self, tasks: list[TaskMessage], *, retry: bool, producer: Any = None) -> None:
+        """Send one task message: one attempt, or a pack (a list of attempts). Its queue
+        is declared with the first message this process sends to it (Celery declares
+        it with every message otherwise, which costs a copy of the queue each time, and
+        the declaration stays: the workers declare their queues too, and the fleet's
+        Redis persists)."""
+        task = tasks[0]
         role = task.role.value  # the phase's role, or the auditor for an audit
         queue = QUEUES[role]
+        args, options = message_of(tasks, task_id)
         self.celery.send_task(
             TASK_NAMES[role],
-            args=[task.model_dump(mode="json")],
+            args=args,
             queue=queue,
             **({"declare": []} if queue in self._declared else {}),
-            # One Celery task id per attempt: Flower shows it, and lost() can find the
-            # message among those a worker took (the broker's unacked hash).
-            task_id=task_id(task),
-            # What Flower shows for the arguments: readable, unlike the digests.
-            argsrepr=(
-                f"run={task.run_id} component={task.component_id} "
-                f"phase={task.phase.value} attempt={task.attempt}"
-                + (f" stage={task.stage}" if task.stage != "work" else "")
-                + (f" {task.variety}" if task.variety else "")
-            ),
+            **options,
             producer=producer,
             retry=retry,
             retry_policy=SEND_RETRY_POLICY,
@@ -203,6 +207,9 @@ class CeleryFleet:
                 self.results.ack(delivery.stream, [delivery.entry_id])
                 continue
             self._entries[result.idempotency_key].append((delivery.stream, delivery.entry_id))
+            queue = self._queue_of.get(_lease(result))
+            if queue is not None:
+                self.packer.observe(ROLE_OF_QUEUE[queue], result.duration_s)
             out.append(result)
         return out
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 import redis
 
 from scheduler.executors.base import LEASE_EXPIRED
+from scheduler.executors.packing import PACK_HEADER
 
 #: How long a message may be taken by a worker without its lease claimed, or be nowhere
 #: on the broker, before its attempt counts as lost. A live worker claims within
@@ -34,11 +35,18 @@ CLAIM_GRACE_S = 10.0
 QUEUE_SCAN_LIMIT = 500
 
 
-def _task_id(message: object) -> str | None:
+def _task_ids(message: object) -> list[str]:
+    """The task id of ``message``, and those of its members when it is a pack
+    (:mod:`scheduler.executors.packing`)."""
     try:
-        return str(message["headers"]["id"])  # type: ignore[index]
+        headers = message["headers"]  # type: ignore[index]
+        ids = [str(headers["id"])]
     except (LookupError, TypeError):
-        return None
+        return []
+    members = headers.get(PACK_HEADER) if isinstance(headers, dict) else None
+    if isinstance(members, list):
+        ids.extend(str(member) for member in members)
+    return ids
 
 
 def taken_task_ids(client: redis.Redis) -> set[str]:
@@ -46,11 +54,9 @@ def taken_task_ids(client: redis.Redis) -> set[str]:
     ids = set()
     for raw in client.hvals("unacked"):
         try:
-            found = _task_id(json.loads(raw)[0])
+            ids.update(_task_ids(json.loads(raw)[0]))
         except (ValueError, LookupError, TypeError):
             continue
-        if found is not None:
-            ids.add(found)
     return ids
 
 
@@ -77,11 +83,9 @@ def queued_task_ids(
         ids = found[name] = set()
         for raw in raws:
             try:
-                task = _task_id(json.loads(raw))
+                ids.update(_task_ids(json.loads(raw)))
             except ValueError:
                 continue
-            if task is not None:
-                ids.add(task)
     return found
 
 
