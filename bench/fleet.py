@@ -34,19 +34,26 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.processes import Broker, cpu_s, given_redis, private_redis, worker  # noqa: E402
+from bench.processes import (  # noqa: E402
+    Broker,
+    cpu_per_item,
+    given_redis,
+    measured,
+    private_redis,
+    worker,
+)
 from pact_workers.fleet import keys  # noqa: E402
 from pact_workers.models.work import ItemStatus, Phase, TaskMessage, Usage  # noqa: E402
 from scheduler.audit import AuditLog  # noqa: E402
 from scheduler.events import ArtifactsPromoted, ItemDispatched, ItemSucceeded, RunStarted  # noqa: E402
 from scheduler.executors.celery import CeleryFleet  # noqa: E402
+from scheduler.executors.packing import MAX_PACK  # noqa: E402
 from scheduler.fold import apply, fold  # noqa: E402
 
 
@@ -87,7 +94,12 @@ def fleet_items(broker: str, items: int) -> float:
 
 
 def whole_path_items(
-    broker: str, items: int, capacity: int, where: str
+    broker: str,
+    items: int,
+    capacity: int,
+    where: str,
+    packed: list[int] | None = None,
+    max_pack: int = MAX_PACK,
 ) -> tuple[float, float, float]:
     """The whole path: a real run (RunController: audit log with group commit, state,
     ready set, inputs, promotion) over the fleet, driving the contracts and the test
@@ -98,7 +110,9 @@ def whole_path_items(
     the scheduler, spent meanwhile: less noisy than the wall time, which depends on
     how the machine shares its cores between the scheduler, the workers and Redis.
     The system time is mostly the file system's (a run writes about seven files per
-    item), and varies with its state more than anything else here."""
+    item), and varies with its state more than anything else here. ``packed``: gets
+    the attempts that travelled in packs appended; ``max_pack`` 1 sends none (see
+    scheduler.executors.packing)."""
     from pact_workers.models.tree import tree_from_data
     from scheduler.executors.celery_executor import CeleryExecutor
     from scheduler.launch import start_run
@@ -120,7 +134,7 @@ def whole_path_items(
     run_id = start_run(
         project, tree, tree_bytes=json.dumps(data).encode(), settings=settings, agent="noop"
     )
-    executor = CeleryExecutor.single_run(broker, run_id, capacity=capacity)
+    executor = CeleryExecutor.single_run(broker, run_id, capacity=capacity, max_pack=max_pack)
     controller = RunController(
         project, executor=executor, store=_fleet_store(project, executor), settings=settings
     )
@@ -155,6 +169,8 @@ def whole_path_items(
             controller.tick(had_results=bool(results), commit=False)
         controller.journal.commit_all()
         wall, now = time.perf_counter() - started, os.times()
+        if packed is not None:
+            packed.append(executor.fleet.packer.packed_attempts)
         return wall, now.user - times.user, now.system - times.system
     finally:
         controller.close()
@@ -226,32 +242,6 @@ def bookkeeping_s(items: int) -> float:
         return time.perf_counter() - started
 
 
-def measured(
-    batch: Callable[[], Any], worker_pid: int, redis_pid: int | None
-) -> tuple[Any, dict[str, float]]:
-    """Run ``batch``; return what it returned and the CPU seconds it cost this process
-    (user, system), the worker (with its pool) and Redis (when the server is ours)."""
-    before = (os.times(), cpu_s(worker_pid), cpu_s(redis_pid))
-    value = batch()
-    after = (os.times(), cpu_s(worker_pid), cpu_s(redis_pid))
-    spent = {
-        "user": after[0].user - before[0].user,
-        "system": after[0].system - before[0].system,
-    }
-    for name, was, now in (("worker", before[1], after[1]), ("redis", before[2], after[2])):
-        if was is not None and now is not None:
-            spent[name] = now - was
-    return value, spent
-
-
-def cpu_per_item(rounds: list[dict[str, float]], items: int) -> dict[str, float]:
-    """The medians over ``rounds`` of each process's CPU, and of their total, in ms per
-    item."""
-    ms = {name: statistics.median(r[name] for r in rounds) / items * 1000 for name in rounds[0]}
-    ms["total"] = statistics.median(sum(r.values()) for r in rounds) / items * 1000
-    return {name: round(value, 3) for name, value in ms.items()}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=2000)
@@ -259,6 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians")
     parser.add_argument("--broker")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--max-pack",
+        type=int,
+        default=MAX_PACK,
+        help="the most short attempts the whole path sends in one message (1: none "
+        "packed, as before packs)",
+    )
     parser.add_argument(
         "--dir",
         help="where the whole path's project directories are made (default: the "
@@ -288,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             fleet_runs: list[float] = []
             plain_runs: list[float] = []
             whole_runs: list[float] = []
+            packed: list[int] = []
             cpu: dict[str, list[dict[str, float]]] = {"fleet": [], "plain": [], "whole": []}
             # The whole path's projects are removed only at the end: on ext4 without a
             # journal, creating files is slow for minutes after a removal of many
@@ -307,7 +305,12 @@ def main(argv: list[str] | None = None) -> int:
                     cpu["plain"].append(spent)
                     (wall, user, system), spent = measured(
                         lambda: whole_path_items(
-                            broker, args.items, 4 * args.concurrency, projects
+                            broker,
+                            args.items,
+                            4 * args.concurrency,
+                            projects,
+                            packed,
+                            args.max_pack,
                         ),
                         fleet_pid,
                         redis_.pid,
@@ -355,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
             whole_s / whole_items * args.concurrency * 1000, 2
         ),
         "whole_path_ratio": round((whole_s / whole_items) / (plain_s / args.items), 3),
+        # The share of the whole path's attempts sent several to a message (packs).
+        "whole_path_packed_share": round(statistics.median(packed) / whole_items, 3),
         # CPU per item of each process (user and system: this one, the client or the
         # scheduler); with few cores, the wall-time ratios follow these totals.
         "cpu_ms_per_item": cpu_ms,

@@ -12,13 +12,15 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pact_workers.sandbox.reaper import descendants
 
@@ -131,3 +133,29 @@ def _own_cpu_s(pid: int) -> float | None:
     # the 12th and 13th.
     fields = stat[stat.rindex(b")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def measured(
+    batch: Callable[[], Any], worker_pid: int, redis_pid: int | None
+) -> tuple[Any, dict[str, float]]:
+    """Run ``batch``; return what it returned and the CPU seconds it cost this process
+    (user, system), the worker (with its pool) and Redis (when the server is ours)."""
+    before = (os.times(), cpu_s(worker_pid), cpu_s(redis_pid))
+    value = batch()
+    after = (os.times(), cpu_s(worker_pid), cpu_s(redis_pid))
+    spent = {
+        "user": after[0].user - before[0].user,
+        "system": after[0].system - before[0].system,
+    }
+    for name, was, now in (("worker", before[1], after[1]), ("redis", before[2], after[2])):
+        if was is not None and now is not None:
+            spent[name] = now - was
+    return value, spent
+
+
+def cpu_per_item(rounds: list[dict[str, float]], items: int) -> dict[str, float]:
+    """The medians over ``rounds`` of each process's CPU, and of their total, in ms per
+    item."""
+    ms = {name: statistics.median(r[name] for r in rounds) / items * 1000 for name in rounds[0]}
+    ms["total"] = statistics.median(sum(r.values()) for r in rounds) / items * 1000
+    return {name: round(value, 3) for name, value in ms.items()}

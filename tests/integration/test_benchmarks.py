@@ -83,6 +83,8 @@ def test_fleet_bench_pushes_the_items_through_the_fleet_plain_celery_and_a_real_
     # and test suite each, driven to the end by the run loop over the fleet.
     assert found["whole_path_items"] == 40
     assert found["whole_path_scheduler_cpu_ms_per_item"] > 0
+    # The share of its attempts sent in packs (a pack needs a result of the role first).
+    assert 0 <= found["whole_path_packed_share"] < 1
     for key in ("overhead_ratio", "whole_path_ratio", "whole_path_cpu_ratio"):
         assert math.isfinite(found[key]) and found[key] > 0, key
     # Where the CPU went, per path: this process's, and the worker's (read in /proc);
