@@ -166,11 +166,12 @@ def message_of(
             ),
         }
     ids = [task_id(task) for task in tasks]
+    runs = ",".join(dict.fromkeys(task.run_id for task in tasks))
     return [[task.model_dump(mode="json") for task in tasks]], {
         "task_id": f"pack.{ids[0]}",
         "headers": {PACK_HEADER: ids},
         "argsrepr": (
-            f"pack of {len(tasks)}: run={first.run_id} phase={first.phase.value} "
-            f"components={','.join(task.component_id for task in tasks)}"
+            f"pack of {len(tasks)}: run={runs} "
+            + " ".join(f"{t.component_id}/{t.phase.value}#{t.attempt}" for t in tasks)
         ),
     }

@@ -166,7 +166,9 @@ def test_a_packs_message_names_its_members_and_a_lone_attempts_is_unchanged() ->
     # The pack's own id is none of its members': revoking a member (a cancel) must
     # not revoke the others with it.
     assert options["task_id"] not in options["headers"][PACK_HEADER]
-    assert options["argsrepr"] == "pack of 3: run=r1 phase=contract components=c0,c1,c2"
+    assert options["argsrepr"] == "pack of 3: run=r1 c0/contract#1 c1/contract#1 c2/contract#1"
+    _, mixed = message_of([attempt(0), attempt(1, run_id="r2")], task_id)
+    assert mixed["argsrepr"] == "pack of 2: run=r1,r2 c0/contract#1 c1/contract#1"
 
 
 def _on_broker(options: dict[str, object]) -> bytes:
