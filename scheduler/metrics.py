@@ -62,6 +62,12 @@ class SchedulerMetrics:
             "Items whose prerequisites are done and that wait to be dispatched",
             registry=r,
         )
+        self.packed = Counter(
+            "pact_packed_attempts",
+            "Attempts sent several to a message (short attempts beyond the fleet's slots)",
+            registry=r,
+        )
+        self._packed_seen = 0
         for role in Role:
             self.ready.labels(role.value).set(0)
             self.in_flight.labels(role.value).set(0)
@@ -103,6 +109,12 @@ class SchedulerMetrics:
             self.runs.labels(name).set(by_state.get(name, 0))
         for role, count in flying.items():
             self.in_flight.labels(role).set(count)
+
+    def count_packed(self, total: int) -> None:
+        """The fleet connection has sent ``total`` attempts in packs so far."""
+        if total > self._packed_seen:
+            self.packed.inc(total - self._packed_seen)
+            self._packed_seen = total
 
     def set_ready(self, ready_by_role: dict[str, int]) -> None:
         for role in Role:

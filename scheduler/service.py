@@ -363,6 +363,7 @@ class SchedulerService:
             ]
             states += [("active", r.controller.state, 0) for r in self.active.values()]
             self.metrics.update(states)
+            self.metrics.count_packed(self.fleet.packer.packed_attempts)
 
 
 def _counts(state: RunState) -> dict[str, object]:

@@ -146,6 +146,11 @@ def test_batch_with_a_malformed_tree_and_metrics(
         assert 'pact_runs{state="completed"} 9.0' in metrics
         assert 'pact_item_completions_total{role="code_author"}' in metrics
         assert "pact_in_flight_items" in metrics and "pact_lease_expiries_total" in metrics
+        # Nine runs' short attempts on 6 slots per role: some went in packs.
+        packed = [
+            line for line in metrics.splitlines() if line.startswith("pact_packed_attempts_total")
+        ]
+        assert len(packed) == 1 and float(packed[0].split()[1]) > 0, packed
 
 
 @pytest.mark.slow
