@@ -15,6 +15,7 @@ import redis
 
 from pact_workers.app import QUEUES
 from pact_workers.fleet import redis_from_url
+from pact_workers.fleet.heartbeats import heartbeat_worker
 from pact_workers.fleet.leases import Leases
 from pact_workers.models.work import Phase, TaskMessage
 from scheduler.executors import messages
@@ -174,3 +175,56 @@ def test_many_runs_share_each_read_of_a_queue(client: redis.Redis, fleet: Celery
     reads = int(client.info("commandstats")["cmdstat_lrange"]["calls"]) - before
     # One queue, read at most every quarter grace whatever the number of runs asking.
     assert 1 <= reads <= elapsed / (GRACE_S / 4) + 1
+
+
+def send_pack(fleet: CeleryFleet, client: redis.Redis, *components: str) -> list[TaskMessage]:
+    """Send ``components``' attempts as one pack: one slot serves the role, and its
+    attempts are known to be short (scheduler.executors.packing)."""
+    heartbeat_worker(client, "one-slot", {"roles": ["contract_author"], "concurrency": 1}, 60)
+    fleet.packer.observe("contract_author", 0.01)
+    tasks = send(fleet, *components)
+    assert client.llen(QUEUE) == 1 and fleet.packer.packs_sent == 1
+    return tasks
+
+
+def test_a_packs_members_are_found_waiting_by_any_scheduler_and_reported_once_lost(
+    client: redis.Redis, fleet: CeleryFleet, redis_url: str
+) -> None:
+    tasks = send_pack(fleet, client, "a", "b", "c")
+    # A scheduler that adopted the run (the sender died) knows nothing of the pack: it
+    # finds each member by its id in the pack's header.
+    adopter = CeleryFleet(redis_url, lease_ttl_s=0.4, claim_grace_s=GRACE_S)
+    try:
+        adopter.adopt([("r1", t.component_id, t.phase, t.attempt) for t in tasks])
+        assert reported(fleet, 4 * GRACE_S) == [] and adopter.lost("r1") == []
+        (raw,) = client.lrange(QUEUE, 0, -1)
+        client.lrem(QUEUE, 1, raw)  # a worker popped it and lost Redis
+        expected = [(t.component_id, Phase.CONTRACT, 1) for t in tasks]
+        assert sorted(reported(fleet, 6 * GRACE_S)) == expected
+        found: list[tuple[str, Phase, int]] = []
+        deadline = time.monotonic() + 6 * GRACE_S
+        while time.monotonic() < deadline:
+            found += [lost.lease for lost in adopter.lost("r1")]
+            time.sleep(0.05)
+        assert sorted(found) == expected
+    finally:
+        adopter.close()
+
+
+def test_a_taken_pack_whose_members_nobody_claimed_is_reported_lost_after_the_grace(
+    client: redis.Redis, fleet: CeleryFleet
+) -> None:
+    tasks = send_pack(fleet, client, "a", "b")
+    (raw,) = client.lrange(QUEUE, 0, -1)
+    client.lrem(QUEUE, 1, raw)
+    message = json.loads(raw)
+    client.hset("unacked", message["properties"]["delivery_tag"], json.dumps([message, "", QUEUE]))
+    # The worker that took it lived to claim only its first member.
+    Leases(client, ttl_s=60).claim(tasks[0], "w1")
+    assert reported(fleet, GRACE_S) == []
+    assert reported_why(fleet, 6 * GRACE_S) == [
+        LostAttempt(
+            ("b", Phase.CONTRACT, 1),
+            f"a worker took its message and did not claim it within {GRACE_S}s (it died)",
+        )
+    ]
