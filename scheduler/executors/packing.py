@@ -12,7 +12,9 @@ sends them in packs, one message for up to :data:`MAX_PACK` attempts, when both 
 - more of the role's attempts are in flight than the live workers serving it have
   slots (their heartbeats say; see :func:`fleet_slots`). Those beyond the slots would
   wait on the queue anyway; a pack of ``ceil(in flight / slots)`` waits in a pool
-  process instead, so it costs no parallelism the fleet had.
+  process instead. What that costs: a pack's members run one after the other on one
+  process, where lone messages would each go to the first process free (and to a
+  worker that joins meanwhile); with attempts this short, little.
 
 Within a pack each attempt keeps everything it has alone: its fencing token and
 lease (claimed when the worker takes the pack, kept alive while it waits its turn),
