@@ -14,6 +14,7 @@ from pact_workers.errors import InputError
 from pact_workers.fleet.blobs import artifact_ttl_s
 from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
 from scheduler.commands.agents import SANDBOXES
+from scheduler.executors.packing import max_pack_from_env
 from scheduler.ownership import lease_holders
 from scheduler.registry import (
     RunEntry,
@@ -83,6 +84,7 @@ def check_executor(name: str, broker_url: str | None) -> str | None:
         if not broker_url:
             raise InputError("--executor celery needs --broker redis://HOST:PORT/DB")
         artifact_ttl_s()  # PACT_ARTIFACT_TTL_S: refused now, not mid-run
+        max_pack_from_env()  # PACT_MAX_PACK: likewise
         broker_client(broker_url).close()  # unreachable: say so now, not mid-run
         return check_redis_url(broker_url)
     return None
@@ -182,6 +184,7 @@ def make_service(
     if max_runs < 1:
         raise InputError(f"--max-runs must be at least 1, got {max_runs}")
     artifact_ttl_s()  # PACT_ARTIFACT_TTL_S: refused now, not when a run is adopted
+    max_pack_from_env()  # PACT_MAX_PACK: likewise
     metrics = None
     if metrics_port:
         metrics = SchedulerMetrics()

@@ -34,7 +34,7 @@ from pact_workers.fleet.results import ResultStreams
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
 from scheduler.executors.base import LostAttempt
 from scheduler.executors.messages import CLAIM_GRACE_S, queued_task_ids, taken_task_ids, why_lost
-from scheduler.executors.packing import MAX_PACK, Packer, fleet_slots, message_of
+from scheduler.executors.packing import Packer, fleet_slots, max_pack_from_env, message_of
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +63,12 @@ class CeleryFleet:
         lease_ttl_s: float = 10.0,
         claim_grace_s: float = CLAIM_GRACE_S,
         claim_idle_ms: int = 30_000,
-        max_pack: int = MAX_PACK,
+        max_pack: int | None = None,
     ) -> None:
         """``stream``: one stream for every result (default: each run's own,
         :func:`keys.run_results`, attached by :meth:`attach` or the first submit).
-        ``max_pack``: the most short attempts sent in one message (1: each alone; see
-        :mod:`scheduler.executors.packing`)."""
+        ``max_pack``: the most short attempts sent in one message (1: each alone;
+        default ``PACT_MAX_PACK``, else 8; see :mod:`scheduler.executors.packing`)."""
         self.broker_url = check_redis_url(broker_url)
         self.client = redis_from_url(self.broker_url)
         self.stream = stream
@@ -105,7 +105,10 @@ class CeleryFleet:
         self._checked: dict[tuple[str, str], float] = {}
         #: Role queues this process has declared to the broker (see :meth:`_publish`).
         self._declared: set[str] = set()
-        self.packer = Packer(lambda: fleet_slots(self.client), max_pack=max_pack)
+        self.packer = Packer(
+            lambda: fleet_slots(self.client),
+            max_pack=max_pack_from_env() if max_pack is None else max_pack,
+        )
 
     def stream_of(self, run_id: str) -> str:
         """Where the results of ``run_id``'s attempts are published."""

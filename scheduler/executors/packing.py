@@ -30,6 +30,7 @@ scheduler looking for an attempt's message on the broker finds it (see
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -37,6 +38,7 @@ from typing import Any
 
 import redis
 
+from pact_workers.errors import InputError
 from pact_workers.fleet.heartbeats import live_workers
 from pact_workers.models.work import TaskMessage
 
@@ -50,6 +52,28 @@ DURATION_WEIGHT = 0.3
 SLOTS_EVERY_S = 5.0
 #: The message header naming a pack's members' task ids.
 PACK_HEADER = "pact_pack"
+
+
+def max_pack_from_env(environ: Mapping[str, str] = os.environ) -> int:
+    """The most attempts one message carries: ``PACT_MAX_PACK``, else :data:`MAX_PACK`
+    (1 sends every attempt alone).
+
+    Raises:
+        InputError: the variable is not a whole number of at least 1.
+    """
+    raw = environ.get("PACT_MAX_PACK", "").strip()
+    if not raw:
+        return MAX_PACK
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InputError(
+            f"PACT_MAX_PACK={raw!r}: give the most short attempts sent in one task message, "
+            f"a whole number of at least 1 (1: each alone; unset: {MAX_PACK})"
+        )
+    return value
 
 
 def fleet_slots(client: redis.Redis) -> dict[str, int]:

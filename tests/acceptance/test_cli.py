@@ -183,3 +183,33 @@ def test_every_command_is_there_and_documents_its_environment_variables() -> Non
         help_text = pact(command, "--help").stdout
         if "--" in help_text:
             assert "PACT_" in help_text, command
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_a_bad_pact_max_pack_exits_2_before_anything_is_written(
+    value: str, tmp_path: Path, example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PACT_MAX_PACK`` (the most short attempts in one task message) is refused where
+    the fleet is chosen: by ``pact run --executor celery`` and by ``pact scheduler``,
+    before either reaches the broker (none listens here) or writes anything."""
+    monkeypatch.setenv("PACT_MAX_PACK", value)
+    nobody = "redis://127.0.0.1:1/0"
+    run = pact(
+        "run",
+        str(example / "tree.json"),
+        "--project",
+        str(tmp_path / "p"),
+        "--replay-dir",
+        str(example / "replay"),
+        "--executor",
+        "celery",
+        "--broker",
+        nobody,
+    )
+    service = pact("scheduler", "--broker", nobody, "--runs-dir", str(tmp_path / "runs"))
+    for res in (run, service):
+        message = " ".join(res.stderr.split())
+        assert res.returncode == 2, res.stderr
+        assert f"PACT_MAX_PACK='{value}'" in message and "at least 1" in message
+        assert "Traceback" not in res.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -9,9 +9,10 @@ import json
 import fakeredis
 import pytest
 
+from pact_workers.errors import InputError
 from pact_workers.fleet.heartbeats import heartbeat_worker
 from pact_workers.models.work import Phase, TaskMessage
-from scheduler.executors.celery import task_id
+from scheduler.executors.celery import CeleryFleet, task_id
 from scheduler.executors.messages import queued_task_ids, taken_task_ids
 from scheduler.executors.packing import (
     MAX_PACK,
@@ -20,6 +21,7 @@ from scheduler.executors.packing import (
     SLOTS_EVERY_S,
     Packer,
     fleet_slots,
+    max_pack_from_env,
     message_of,
 )
 
@@ -188,3 +190,18 @@ def test_a_packs_members_are_found_on_their_queue_and_among_the_taken() -> None:
     client.delete("pact.contract_author")
     client.hset("unacked", "tag1", json.dumps([json.loads(_on_broker(options)), "", ""]))
     assert {task_id(t) for t in pack} <= taken_task_ids(client)
+
+
+def test_pact_max_pack_sets_the_fleets_largest_pack(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert max_pack_from_env({}) == MAX_PACK
+    assert max_pack_from_env({"PACT_MAX_PACK": " 3 "}) == 3
+    for bad in ("0", "x", "2.5"):
+        with pytest.raises(InputError, match=rf"PACT_MAX_PACK='{bad}'.*at least 1"):
+            max_pack_from_env({"PACT_MAX_PACK": bad})
+    # What `pact run --executor celery` and `pact scheduler` build reads it (no
+    # connection is made until the fleet is used).
+    monkeypatch.setenv("PACT_MAX_PACK", "1")
+    assert CeleryFleet("redis://127.0.0.1:1/0").packer.max_pack == 1
+    assert CeleryFleet("redis://127.0.0.1:1/0", max_pack=5).packer.max_pack == 5
+    monkeypatch.delenv("PACT_MAX_PACK")
+    assert CeleryFleet("redis://127.0.0.1:1/0").packer.max_pack == MAX_PACK
