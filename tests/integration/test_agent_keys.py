@@ -39,10 +39,15 @@ class RedisMonitor:
     """Every command any client sends to the server while it runs (Redis MONITOR)."""
 
     def __init__(self, url: str) -> None:
-        self.client = redis.Redis.from_url(url)
+        # No socket timeout (redis-py's default is 5 s): the server may say nothing for
+        # longer while the fleet's processes start on a busy machine.
+        self.client = redis.Redis.from_url(url, socket_timeout=None)
         self.commands: list[str] = []
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._monitor: Any = None
+        self._closing = False
+        #: Why the reader stopped before it was closed (what it saw is then incomplete).
+        self.died: str | None = None
 
     def __enter__(self) -> RedisMonitor:
         self._monitor = self.client.monitor().__enter__()
@@ -50,6 +55,7 @@ class RedisMonitor:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing = True
         self._monitor.connection.disconnect()  # wakes the reader, which then ends
         self._thread.join(10)
         self.client.close()
@@ -58,7 +64,9 @@ class RedisMonitor:
         try:
             while True:
                 self.commands.append(self._monitor.next_command()["command"])
-        except Exception:  # the connection closed under it: monitoring is over
+        except Exception as exc:  # the connection closed under it: monitoring is over
+            if not self._closing:
+                self.died = repr(exc)
             return
 
     def payloads(self) -> Iterator[str]:
@@ -110,6 +118,7 @@ def test_a_key_only_the_worker_has_reaches_the_provider_and_nothing_else(
     # The stand-in refuses a wrong or missing key: every call carried the worker's.
     assert requests and all(r.had_key for r in requests)
     # What went through Redis: the task messages name the variable, never its value.
+    assert monitor.died is None, f"the MONITOR reader stopped early: {monitor.died}"
     payloads = list(monitor.payloads())
     assert any(KEY_ENV in p and "agent_options" in p for p in payloads), "no task seen"
     assert not [p[:200] for p in payloads if SECRET in p]
