@@ -15,7 +15,8 @@ from collections.abc import Mapping
 import redis
 
 from pact_workers.artifacts import MAX_BLOB_BYTES, digest_bytes
-from pact_workers.errors import ArtifactError, InputError
+from pact_workers.envvars import whole_number
+from pact_workers.errors import ArtifactError
 from pact_workers.fleet import keys
 
 __all__ = ["RedisBlobStore", "artifact_ttl_s"]
@@ -30,20 +31,13 @@ def artifact_ttl_s(environ: Mapping[str, str] = os.environ) -> int:
     Raises:
         InputError: the variable is not a whole number of seconds of at least 1.
     """
-    raw = environ.get("PACT_ARTIFACT_TTL_S", "").strip()
-    if not raw:
-        return keys.ARTIFACT_TTL_S
-    try:
-        ttl = int(raw)
-    except ValueError:
-        ttl = 0
-    if ttl < 1:
-        raise InputError(
-            f"PACT_ARTIFACT_TTL_S={raw!r}: give the seconds an artifact stays in Redis "
-            f"after it was last written, a whole number of at least 1 "
-            f"(unset: {keys.ARTIFACT_TTL_S}, 7 days)"
-        )
-    return ttl
+    return whole_number(
+        environ,
+        "PACT_ARTIFACT_TTL_S",
+        keys.ARTIFACT_TTL_S,
+        what="the seconds an artifact stays in Redis after it was last written",
+        unset=f"unset: {keys.ARTIFACT_TTL_S}, 7 days",
+    )
 
 
 def _key(digest: str) -> str:

@@ -38,7 +38,7 @@ from typing import Any
 
 import redis
 
-from pact_workers.errors import InputError
+from pact_workers.envvars import whole_number
 from pact_workers.fleet.heartbeats import live_workers
 from pact_workers.models.work import TaskMessage
 
@@ -61,19 +61,13 @@ def max_pack_from_env(environ: Mapping[str, str] = os.environ) -> int:
     Raises:
         InputError: the variable is not a whole number of at least 1.
     """
-    raw = environ.get("PACT_MAX_PACK", "").strip()
-    if not raw:
-        return MAX_PACK
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise InputError(
-            f"PACT_MAX_PACK={raw!r}: give the most short attempts sent in one task message, "
-            f"a whole number of at least 1 (1: each alone; unset: {MAX_PACK})"
-        )
-    return value
+    return whole_number(
+        environ,
+        "PACT_MAX_PACK",
+        MAX_PACK,
+        what="the most short attempts sent in one task message",
+        unset=f"1: each alone; unset: {MAX_PACK}",
+    )
 
 
 def fleet_slots(client: redis.Redis) -> dict[str, int]:

@@ -18,7 +18,6 @@ import redis
 import yaml
 
 from pact_workers.fleet import keys
-from pact_workers.fleet.heartbeats import heartbeat_worker
 from pact_workers.fleet.leases import RUNNING, Leases
 from pact_workers.fleet.packs import WaitingLeases, claim_all
 from pact_workers.models.work import Phase, TaskMessage
@@ -46,6 +45,7 @@ from tests.integration.test_fleet_faults import (
     wait_for,
     wait_for_run_id,
 )
+from tests.integration.test_lost_messages import send_pack
 
 #: What the replay agent waits before answering a contract or test author: short
 #: enough to be packed (PACK_BELOW_S), long enough for a kill to find a pack in hand.
@@ -148,29 +148,14 @@ def test_a_runs_short_attempts_beyond_the_slots_go_in_packs_and_each_is_applied_
 def test_a_pack_member_superseded_before_its_turn_is_skipped_and_the_others_run(
     redis_url: str, tmp_path: Path
 ) -> None:
-    run_id = f"packs{time.time_ns():x}"
+    run_id = "r1"  # the run of send_pack's attempts
     fleet_conn = CeleryFleet(redis_url, stream=keys.run_results(run_id))
     with Fleet(redis_url, tmp_path / "logs") as fleet, redis_client(redis_url) as client:
         try:
             # One slot serves the role, and its attempts are known to be short: the three
             # attempts of the flush go in one message.
-            heartbeat_worker(
-                client, "one-slot", {"roles": ["contract_author"], "concurrency": 1}, ttl_s=60
-            )
-            fleet_conn.packer.observe("contract_author", 0.01)
-            for i in range(3):
-                fleet_conn.submit(
-                    TaskMessage(
-                        run_id=run_id,
-                        component_id=f"c{i}",
-                        phase=Phase.CONTRACT,
-                        attempt=1,
-                        agent="noop",
-                        timeout_s=60,
-                    )
-                )
-            fleet_conn.flush()
-            assert (fleet_conn.packer.packs_sent, fleet_conn.packer.packed_attempts) == (1, 3)
+            send_pack(fleet_conn, client, "c0", "c1", "c2")
+            assert fleet_conn.packer.packed_attempts == 3
             # A newer attempt of c1 is dispatched (its current attempt moves past 1)
             # while the pack waits on the queue for a worker.
             client.set(keys.current_attempt(run_id, "c1", "contract"), "2")
