@@ -3,11 +3,11 @@
 The scheduler owns failure detection (DESIGN, "Failure policy"). When it dispatches
 attempt *n* of a work item it records *n* as the item's current attempt (the fencing
 token) and a ``queued`` lease. The worker that picks the task up checks that *n* is
-still current, then holds a ``running`` lease with a short TTL, renewed from a
-background thread while the attempt runs. A running lease that expires means the
-worker died: the scheduler dispatches *n + 1*, and a late result of *n* is dropped
-because *n* is no longer current. ``mark_done`` makes sure one attempt publishes one
-result even if Celery redelivers its task.
+still current, then holds a ``running`` lease with a short TTL, renewed while the
+attempt runs by one background thread per process (:mod:`pact_workers.fleet.keeper`).
+A running lease that expires means the worker died: the scheduler dispatches *n + 1*,
+and a late result of *n* is dropped because *n* is no longer current. ``mark_done``
+makes sure one attempt publishes one result even if Celery redelivers its task.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from redis.exceptions import RedisError
 
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import retry_deadline
+from pact_workers.fleet.keeper import STAGE_DELAY_S, LeaseKeeper
 
 __all__ = ["Attempt", "LeaseHold", "Leases"]
 
@@ -131,8 +132,8 @@ class Leases:
         """A context manager that holds the running lease of ``task`` while its block runs.
 
         On entry the lease becomes ``running:<worker_id>`` with a TTL of ``ttl_s``, and
-        a daemon thread renews it every ``ttl_s / 3``; on exit the thread stops and the
-        lease is deleted. Redis errors (a restarting server) are logged, never raised
+        the process's :attr:`keeper` renews it every ``ttl_s / 3``; on exit the renewals
+        stop and the lease is deleted. Redis errors (a restarting server) are logged, never raised
         into the block.
         """
         return LeaseHold(self, task, worker_id)
@@ -249,13 +250,19 @@ class Leases:
             """
         )
 
+    @cached_property
+    def keeper(self) -> LeaseKeeper:
+        """Renews the leases this process holds, from one thread."""
+        return LeaseKeeper(self.ttl_s / 3, give_up_s=self.ttl_s)
+
     def forget(self, task: Attempt) -> None:
         """Delete the lease of ``task`` (the scheduler has its result or gave up on it)."""
         self.client.delete(_lease_key(task))
 
 
 class LeaseHold:
-    """The running lease of one attempt, renewed from a daemon thread (see :meth:`Leases.hold`)."""
+    """The running lease of one attempt, renewed by its process's keeper (see
+    :meth:`Leases.hold`)."""
 
     def __init__(self, leases: Leases, task: Attempt, worker_id: str) -> None:
         self.leases = leases
@@ -265,11 +272,9 @@ class LeaseHold:
         self.interval_s = leases.ttl_s / 3
         #: Renewals that failed (Redis unreachable) since entry.
         self.failures = 0
-        self._stop = threading.Event()
         #: Set when the attempt turns out superseded (pact cancel, or a newer attempt):
         #: what runs under ``cancellable(hold.cancelled)`` is then killed.
         self.cancelled = threading.Event()
-        self._thread: threading.Thread | None = None
         self._crashed = False
         #: Set by :meth:`Leases.start` (the lease is already taken) and by :meth:`release`.
         self.pre_taken = False
@@ -282,27 +287,22 @@ class LeaseHold:
     def stage(self, name: str) -> None:
         """The attempt moved on (``agent``, then ``verify``): from ``verify`` on the lease
         reads ``running:<worker id>;verify``, which the scheduler shows as verifying.
-        Best effort: a failed write is carried by the next renewal."""
+        Written by the keeper within :data:`~pact_workers.fleet.keeper.STAGE_DELAY_S`
+        (never, if the attempt ends first); a failed write is carried by the next renewal."""
         if name != VERIFY_STAGE or self.value.endswith(VERIFY_SUFFIX):
             return
         self.value += VERIFY_SUFFIX
-        try:
-            self._set(only_if_present=True)
-        except RedisError as exc:
-            log.warning("could not mark lease %s as verifying: %s", self.key, exc)
+        self.leases.keeper.soon(self, STAGE_DELAY_S)
 
     def __enter__(self) -> None:
         try:
             if not self.pre_taken:
                 self._set()
         except RedisError as exc:
-            # The renewal thread keeps trying; the task must not fail on a Redis blip.
+            # The keeper keeps trying; the task must not fail on a Redis blip.
             self.failures += 1
             log.warning("could not take lease %s: %s; retrying in the background", self.key, exc)
-        self._thread = threading.Thread(
-            target=self._renew_loop, name=f"lease {self.key}", daemon=True
-        )
-        self._thread.start()
+        self.leases.keeper.add(self)
 
     def __exit__(
         self,
@@ -310,7 +310,7 @@ class LeaseHold:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._stop_thread()
+        self.leases.keeper.remove(self)
         if self._crashed or self._released:
             return
         try:
@@ -323,31 +323,26 @@ class LeaseHold:
     def _crash(self) -> None:
         """Test hook: stop renewing and leave the lease behind, as a killed worker does."""
         self._crashed = True
-        self._stop_thread()
-
-    def _stop_thread(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.leases.ttl_s)
+        self.leases.keeper.remove(self)
 
     def _set(self, *, only_if_present: bool = False) -> bool:
         ttl_ms = _ms(self.leases.ttl_s)
         return bool(self.leases.client.set(self.key, self.value, px=ttl_ms, xx=only_if_present))
 
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                # Each renewal gets one interval of retries, so that a Redis outage
-                # delays the next renewal by at most that much.
-                with retry_deadline(self.interval_s):
-                    if not self._renew():
-                        return
-            except RedisError as exc:
-                self.failures += 1
-                log.warning("could not renew lease %s: %s; retrying", self.key, exc)
-            except Exception:  # a renewal bug must not kill the thread silently
-                self.failures += 1
-                log.exception("unexpected error renewing lease %s", self.key)
+    def renew(self) -> bool:
+        """Renew once, the keeper's call: False when the attempt was superseded and
+        renewing should stop. Each renewal gets one interval of retries, so that a Redis
+        outage delays the next renewal by at most that much."""
+        try:
+            with retry_deadline(self.interval_s):
+                return self._renew()
+        except RedisError as exc:
+            self.failures += 1
+            log.warning("could not renew lease %s: %s; retrying", self.key, exc)
+        except Exception:  # a renewal bug is logged and counted; the next one is tried
+            self.failures += 1
+            log.exception("unexpected error renewing lease %s", self.key)
+        return True
 
     def _renew(self) -> bool:
         """Extend the lease; False when the attempt was superseded and renewing should stop."""
