@@ -121,17 +121,22 @@ def runtime() -> WorkerRuntime:
     )
 
 
-def run_attempt(message: dict[str, Any], rt: WorkerRuntime | None = None) -> str:
+def run_attempt(message: dict[str, Any] | TaskMessage, rt: WorkerRuntime | None = None) -> str:
     """Execute one attempt and publish its result; returns what happened, for Flower.
 
+    ``message``: the wire's dict, or a TaskMessage already validated (a pack's member).
     ``rt``: the worker's runtime (default: the one built from the environment).
     """
-    try:
-        task = TaskMessage.model_validate(message)
-    except ValidationError as exc:
-        # Nothing to reply to safely: the message itself is malformed. Acknowledge and log.
-        log.error("rejected a malformed task message: %s", str(exc).splitlines()[0])
-        return "rejected: malformed message"
+    if isinstance(message, TaskMessage):
+        task = message
+    else:
+        try:
+            task = TaskMessage.model_validate(message)
+        except ValidationError as exc:
+            # Nothing to reply to safely: the message itself is malformed. Acknowledge
+            # and log.
+            log.error("rejected a malformed task message: %s", str(exc).splitlines()[0])
+            return "rejected: malformed message"
     rt = rt or runtime()
     if not task.reply_to:
         log.error("task %s has no reply_to stream; dropped", task.idempotency_key)
@@ -197,7 +202,8 @@ def run_pack(messages: list[Any], rt: WorkerRuntime | None = None) -> str:
             task = tasks.get(i)
             if task is not None:
                 waiting.started(task)
-            outcomes.append(run_attempt(message, rt))
+            # A malformed member goes as it came: run_attempt rejects it on its own.
+            outcomes.append(run_attempt(message if task is None else task, rt))
     return f"pack of {len(messages)}: " + ", ".join(outcomes)
 
 

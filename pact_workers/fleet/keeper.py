@@ -6,7 +6,9 @@ end: a thread start, a join and a wake-up per attempt, a few per cent of a worke
 CPU on attempts that take milliseconds. Here one daemon thread per process renews
 each held lease when its turn comes (every ``ttl_s / 3`` from when it was taken)
 and writes a lease's new stage shortly after the attempt reports it, so an attempt
-that ends first never writes it at all.
+that ends first never writes it at all. An attempt's start and stage do not wake the
+thread (a wake-up costs as much as the rest of the bookkeeping): while it keeps
+leases it looks at them every tick, and it is woken only when it had none.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ __all__ = ["STAGE_DELAY_S", "LeaseKeeper"]
 
 log = logging.getLogger(__name__)
 
-#: How long after an attempt reports a new stage its lease says so, at most (sooner
-#: when its renewal is due first). A scheduler reads the stages every second (at most
-#: every ``ttl_s / 4``), so a stage shorter than this was rarely seen anyway.
+#: How long after an attempt reports a new stage its lease is due to say so (sooner
+#: when its renewal is due first); written at the keeper's next tick. A scheduler reads
+#: the stages every second (at most every ``ttl_s / 4``), so a stage shorter than
+#: this was rarely seen anyway.
 STAGE_DELAY_S = 0.25
 
 
@@ -43,13 +46,17 @@ class LeaseKeeper:
     keeper of its own on first use: the parent's thread is not copied by a fork.
 
     Args:
-        interval_s: the time between two renewals of one lease.
+        interval_s: the time between two renewals of one lease; each is done at the
+            first tick after it is due.
         give_up_s: the longest :meth:`remove` waits for a renewal in progress.
     """
 
     def __init__(self, interval_s: float, *, give_up_s: float) -> None:
         self.interval_s = interval_s
         self.give_up_s = give_up_s
+        #: How often the thread looks at the leases it keeps: a renewal is at most this
+        #: late, and still leaves a lease a third of its TTL.
+        self.tick_s = min(STAGE_DELAY_S, interval_s)
         self._start_afresh()
 
     def _start_afresh(self) -> None:
@@ -59,6 +66,8 @@ class LeaseKeeper:
         self._due: dict[Renewable, float] = {}
         self._renewing: Renewable | None = None
         self._thread: threading.Thread | None = None
+        #: The thread waits with no lease to keep: only a notify wakes it.
+        self._idle = False
 
     def add(self, lease: Renewable) -> None:
         """Renew ``lease`` every ``interval_s`` from now on."""
@@ -69,15 +78,16 @@ class LeaseKeeper:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="leases", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif self._idle:
+                self._cond.notify()
 
     def soon(self, lease: Renewable, delay_s: float) -> None:
-        """Renew ``lease`` within ``delay_s`` (its value changed), if it is still kept."""
+        """Renew ``lease`` at the first tick ``delay_s`` from now (its value changed), if
+        it is still kept."""
         with self._cond:
             due = self._due.get(lease)
             if due is not None:
                 self._due[lease] = min(due, time.monotonic() + delay_s)
-                self._cond.notify()
 
     def remove(self, lease: Renewable) -> None:
         """Stop renewing ``lease``. Returns once no renewal of it is in progress (or after
@@ -101,12 +111,14 @@ class LeaseKeeper:
         with self._cond:
             while True:
                 if not self._due:
+                    self._idle = True
                     self._cond.wait()
+                    self._idle = False
                     continue
                 lease, at = min(self._due.items(), key=lambda item: item[1])
                 wait = at - time.monotonic()
                 if wait > 0:
-                    self._cond.wait(wait)
+                    self._cond.wait(min(wait, self.tick_s))
                     continue
                 self._renewing = lease
                 self._cond.release()
