@@ -47,9 +47,11 @@ from tests.integration.test_fleet_faults import (
 )
 from tests.integration.test_lost_messages import send_pack
 
-#: What the replay agent waits before answering a contract or test author: short
-#: enough to be packed (PACK_BELOW_S), long enough for a kill to find a pack in hand.
+#: What the replay agent waits before answering a contract or test author in the
+#: healthy run: short enough to be packed (PACK_BELOW_S), longer than the lease TTL.
 AUTHOR_LATENCY_S = 1.3
+#: The same when the authors' worker is killed: only a pack in hand is needed.
+KILLED_AUTHOR_LATENCY_S = 0.5
 #: The authors' lease TTL in a healthy run: shorter than a pack's second member waits.
 SHORT_LEASE_TTL_S = 1.0
 
@@ -211,7 +213,7 @@ def test_a_worker_killed_with_a_pack_in_hand_loses_none_of_its_attempts(
     is reported lost and dispatched again within the recovery bound, and the run
     completes with each item applied once."""
     project = tmp_path / "project"
-    replay = authors_take(example, tmp_path, AUTHOR_LATENCY_S)
+    replay = authors_take(example, tmp_path, KILLED_AUTHOR_LATENCY_S)
     with Fleet(redis_url, tmp_path / "logs") as fleet, redis_client(redis_url) as client:
         authors = fleet.worker("authors", roles=AUTHOR_ROLES, concurrency=1, lease_ttl_s=3.0)
         fleet.worker("coders", roles=CODE_ROLES, concurrency=2)
