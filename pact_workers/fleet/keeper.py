@@ -75,7 +75,7 @@ class LeaseKeeper:
             self._start_afresh()
         with self._cond:
             self._due[lease] = time.monotonic() + self.interval_s
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="leases", daemon=True)
                 self._thread.start()
             elif self._idle:
