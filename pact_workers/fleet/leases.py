@@ -133,8 +133,8 @@ class Leases:
 
         On entry the lease becomes ``running:<worker_id>`` with a TTL of ``ttl_s``, and
         the process's :attr:`keeper` renews it every ``ttl_s / 3``; on exit the renewals
-        stop and the lease is deleted. Redis errors (a restarting server) are logged, never raised
-        into the block.
+        stop and the lease is deleted. Redis errors (a restarting server) are logged,
+        never raised into the block.
         """
         return LeaseHold(self, task, worker_id)
 
