@@ -37,7 +37,8 @@ def claim_all(leases: Leases, tasks: Iterable[Attempt], worker_id: str) -> list[
 
 
 class WaitingLeases:
-    """Keeps the claimed leases of a pack's waiting members alive, from one thread.
+    """Keeps the claimed leases of a pack's waiting members alive, through the process's
+    lease keeper (:mod:`pact_workers.fleet.keeper`).
 
     Every ``ttl_s / 3`` each lease still waiting is set again (``SET XX``: only a
     lease that is still there, so one the scheduler gave up on stays gone). A member
@@ -51,8 +52,6 @@ class WaitingLeases:
         self.interval_s = leases.ttl_s / 3
         self._waiting = {_key(task) for task in tasks}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="pack leases", daemon=True)
 
     def started(self, task: Attempt) -> None:
         """``task``'s turn came: its own hold renews its lease from now on."""
@@ -61,7 +60,7 @@ class WaitingLeases:
 
     def __enter__(self) -> WaitingLeases:
         if self._waiting:
-            self._thread.start()
+            self.leases.keeper.add(self)
         return self
 
     def __exit__(
@@ -70,31 +69,25 @@ class WaitingLeases:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=self.leases.ttl_s)
+        self.leases.keeper.remove(self)
 
-    def renew(self) -> None:
-        """Set each waiting lease again, with a fresh TTL, in one round trip."""
+    def renew(self) -> bool:
+        """Set each waiting lease again, with a fresh TTL, in one round trip (the
+        keeper's call; a Redis error is logged and the next renewal tries again)."""
         with self._lock:
             waiting = sorted(self._waiting)
         if not waiting:
-            return
+            return True
         ttl_ms = max(1, round(self.leases.ttl_s * 1000))
-        pipe = self.leases.client.pipeline(transaction=False)
-        for key in waiting:
-            pipe.set(key, self.value, px=ttl_ms, xx=True)
-        pipe.execute()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                with retry_deadline(self.interval_s):
-                    self.renew()
-            except RedisError as exc:
-                log.warning("could not renew the leases of a pack's waiting attempts: %s", exc)
-            except Exception:  # a renewal bug must not kill the thread silently
-                log.exception("unexpected error renewing a pack's waiting leases")
+        try:
+            with retry_deadline(self.interval_s):
+                pipe = self.leases.client.pipeline(transaction=False)
+                for key in waiting:
+                    pipe.set(key, self.value, px=ttl_ms, xx=True)
+                pipe.execute()
+        except RedisError as exc:
+            log.warning("could not renew the leases of a pack's waiting attempts: %s", exc)
+        return True
 
 
 def _key(task: Attempt) -> str:

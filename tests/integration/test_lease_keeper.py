@@ -6,7 +6,7 @@ import os
 import signal
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -14,6 +14,7 @@ import redis
 from pact_workers.fleet import Leases, keys, redis_from_url
 from pact_workers.fleet.keeper import STAGE_DELAY_S
 from pact_workers.models.work import Phase, TaskMessage
+from tests.integration.test_redis_adapters import eventually
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(60)]
 
@@ -31,14 +32,6 @@ def task(run_id: str, component: str = "store") -> TaskMessage:
 
 def lease_key(t: TaskMessage) -> str:
     return keys.lease(t.run_id, t.component_id, t.phase, t.attempt)
-
-
-def until(check: Callable[[], bool], timeout_s: float) -> float:
-    start = time.monotonic()
-    while not check():
-        assert time.monotonic() - start < timeout_s, f"not true within {timeout_s} s"
-        time.sleep(0.01)
-    return time.monotonic() - start
 
 
 def test_many_held_leases_outlive_their_ttl_on_one_thread(client: redis.Redis) -> None:
@@ -65,7 +58,7 @@ def test_the_verify_stage_reaches_the_lease_within_the_stage_delay(client: redis
     with hold:
         assert client.get(lease_key(t)) == b"running:w"
         hold.stage("verify")
-        took = until(lambda: client.get(lease_key(t)) == b"running:w;verify", 5.0)
+        took = eventually(lambda: client.get(lease_key(t)) == b"running:w;verify", 5.0)
         assert client.pttl(lease_key(t)) > 25_000  # written with a fresh TTL
     assert took <= STAGE_DELAY_S + 0.5
 
