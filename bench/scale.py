@@ -7,7 +7,8 @@ fold, ready set, inputs, promotion into a fresh project) on the simulated
 executor, 64 workers on a virtual clock, whose implementations and compositions
 report their tests passed (so promotions write test results and capture a
 provenance baseline per component, as in a real run). Then ``pact status --json``
-on the finished run, in a subprocess, as a user runs it: once as it is (``status
+on the finished run, in a subprocess, as a user runs it (the project's modules
+compiled to bytecode, as an installed ``pact`` has them): once as it is (``status
 +drift s``: drift is checked against every baseline, one ``stat`` per verified
 file and one baseline file read per component) and once with the baselines set
 aside (``status s``: the run state alone). Printed per size: scheduler CPU per
@@ -157,6 +158,25 @@ def _status_time(project: Path) -> tuple[float, bool]:
     return time.perf_counter() - started, status.returncode == 0
 
 
+def _compile_sources(prefix: Path) -> dict[str, str]:
+    """Compile the project's modules to bytecode under ``prefix``; returns the
+    environment in which a child process imports them from there. An installed
+    ``pact`` finds its modules compiled (pip compiles a wheel's; Python writes a source
+    tree's on first import), but where ``PYTHONDONTWRITEBYTECODE`` is set nothing is
+    written, and every ``pact status`` would compile its 140 modules again: 0.15-0.3 s
+    of the time measured at 10,000 components."""
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "pact_workers", "scheduler"],
+        check=True,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    return env
+
+
 def _cpu() -> tuple[float, float]:
     """(user, system) CPU seconds of this process so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -212,6 +232,7 @@ def measure(sizes: list[int], workers: int, where: str | None = None) -> dict[st
     rows = []
     # Every size's project stays until all are measured (see run_one).
     with tempfile.TemporaryDirectory(prefix="pact-scale-", dir=where) as parent:
+        env = _compile_sources(Path(parent) / "pycache")
         for size in sizes:
             out = subprocess.run(
                 [
@@ -227,6 +248,7 @@ def measure(sizes: list[int], workers: int, where: str | None = None) -> dict[st
                 capture_output=True,
                 text=True,
                 cwd=REPO,
+                env=env,
             )
             if out.returncode != 0:
                 raise SystemExit(f"size {size} failed:\n{out.stderr}")

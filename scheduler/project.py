@@ -93,12 +93,13 @@ class ProjectDir:
         return Path(self.destination_str(component_id, phase))
 
     def destination_str(self, component_id: str, phase: Phase) -> str:
-        """:meth:`destination` as a plain string (for loops over every item of a run)."""
+        """:meth:`destination` as a plain string (for loops over every item of a run;
+        component ids are identifiers, so plain concatenation joins them)."""
         if phase is Phase.CONTRACT:
-            return os.path.join(self._contracts, component_id)
+            return f"{self._contracts}/{component_id}"
         if phase is Phase.TEST:
-            return os.path.join(self._contracts, component_id, "tests")
-        return os.path.join(self._implementations, component_id, "src")
+            return f"{self._contracts}/{component_id}/tests"
+        return f"{self._implementations}/{component_id}/src"
 
     def files_missing(
         self,
@@ -126,7 +127,7 @@ class ProjectDir:
         """Where the verified file ``rel`` (its path in the output's bundle, e.g.
         ``src/x.py``) lives once promoted: a plain string, for loops over every file."""
         name = "interface.json" if phase is Phase.CONTRACT else rel.split("/", 1)[1]
-        return os.path.join(self.destination_str(component_id, phase), name)
+        return f"{self.destination_str(component_id, phase)}/{name}"
 
     def promote(
         self,
