@@ -37,7 +37,12 @@ def digest_bytes(data: bytes) -> str:
 
 
 def manifest_bytes(manifest: Mapping[str, str]) -> bytes:
-    return json.dumps({"files": dict(sorted(manifest.items()))}, separators=(",", ":")).encode()
+    return _COMPACT.encode({"files": dict(sorted(manifest.items()))}).encode()
+
+
+#: ``json.dumps(..., separators=(",", ":"))`` without making an encoder per call (a run
+#: writes a manifest per dispatch).
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 class BlobStore(Protocol):
@@ -291,13 +296,14 @@ class DirectoryBlobStore:
         algo, _, hexd = digest.partition(":")
         if algo != "sha256" or not _HEX64.fullmatch(hexd):
             raise ArtifactError(f"malformed artifact digest {digest!r}")
-        return os.path.join(self._root, hexd[:2], hexd)
+        return f"{self._root}/{hexd[:2]}/{hexd}"
 
     def put_blob(self, data: bytes) -> str:
-        digest = digest_bytes(data)
+        hexd = hashlib.sha256(data).hexdigest()
+        digest = "sha256:" + hexd
         if digest in self._known:
             return digest
-        path = self._path(digest)
+        path = f"{self._root}/{hexd[:2]}/{hexd}"  # a digest of our own making
         if not os.path.exists(path):
             atomic_write(path, data, fsync=not self.deferred)
             if self.deferred:

@@ -30,14 +30,20 @@ def read_events(
     field), and only the lines that could hold one are parsed: a reader of a few kinds
     skips the cost of parsing every line of a large log."""
     warnings: list[str] = []
+    return list(_of_types(path, warnings, offset, types)), warnings
+
+
+def _of_types(
+    path: Path, warnings: list[str], offset: int, types: Collection[str] | None
+) -> Iterator[Event]:
     if types is None:
-        return list(scan_events(path, warnings, offset=offset)), warnings
+        return scan_events(path, warnings, offset=offset)
     wanted = frozenset(types)
     needles = [b'"type":"' + t.encode() + b'"' for t in wanted]
     found = scan_events(
         path, warnings, offset=offset, keep=lambda line: any(n in line for n in needles)
     )
-    return [e for e in found if e.type in wanted], warnings
+    return (e for e in found if e.type in wanted)
 
 
 def scan_events(
@@ -76,10 +82,11 @@ def scan_events(
             yield event
 
 
-def iter_events(path: Path) -> Iterator[Event]:
+def iter_events(path: Path, *, types: Collection[str] | None = None) -> Iterator[Event]:
     """The readable events of ``path`` in order, one line at a time (a reader that
-    needs one pass and not the whole log in memory); unreadable lines are skipped."""
-    return scan_events(path, [])
+    needs one pass and not the whole log in memory); unreadable lines are skipped.
+    ``types``: only those events, as :func:`read_events` reads them."""
+    return _of_types(path, [], 0, types)
 
 
 def line_before(path: Path, offset: int) -> bytes:
@@ -266,8 +273,15 @@ def _last_newline_before(fh: IO[bytes], end: int, chunk: int = 1 << 16) -> int:
 
 def last_seq_of(path: Path) -> int:
     """The ``seq`` of the last complete event of a log, reading only its tail."""
+    last = last_event_of(path)
+    return 0 if last is None else last.seq
+
+
+def last_event_of(path: Path) -> Event | None:
+    """The last readable event of a log (what a pass of :func:`iter_events` ends on),
+    reading only its tail; None when it has none."""
     if not path.exists():
-        return 0
+        return None
     with path.open("rb") as fh:
         end = fh.seek(0, os.SEEK_END)
         while end > 0:
@@ -277,8 +291,8 @@ def last_seq_of(path: Path) -> int:
             line = fh.read(end - start)
             if line.strip():
                 try:
-                    return parse_event(line).seq
+                    return parse_event(line)
                 except (ValidationError, ValueError):
                     pass  # a torn or unreadable line: look at the one before
             end = max(newline, 0)
-    return 0
+    return None

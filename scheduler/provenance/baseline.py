@@ -110,16 +110,34 @@ def hash_files(files: Mapping[str, bytes]) -> str:
 
 def hash_tree(root: Path) -> str:
     """:func:`hash_files` of every file under ``root`` (the interpreter's caches left
-    out: running the tests by hand must not look like an edit)."""
-    if not root.is_dir():
+    out: running the tests by hand must not look like an edit). Directories that are
+    symbolic links are not entered; files that are, are read."""
+    top = os.fspath(root)
+    if not os.path.isdir(top) or "__pycache__" in Path(top).parts:
         return ""
-    return hash_files(
-        {
-            p.relative_to(root).as_posix(): p.read_bytes()
-            for p in root.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
-        }
-    )
+    files: dict[str, bytes] = {}
+    stack = [(top, "")]
+    while stack:  # plain strings: pathlib's rglob was most of a promotion's hashing
+        path, at = stack.pop()
+        try:
+            entries = os.scandir(path)
+        except PermissionError:
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if entry.is_dir():
+                    if name != "__pycache__" and not entry.is_symlink():
+                        stack.append((entry.path, f"{at}{name}/"))
+                elif entry.is_file() and not _compiled(name):
+                    with open(entry.path, "rb") as fh:
+                        files[at + name] = fh.read()
+    return hash_files(files)
+
+
+def _compiled(name: str) -> bool:
+    """A ``.pyc`` file (``Path.suffix``'s sense: a name that is only ``.pyc`` has none)."""
+    return name.endswith(".pyc") and len(name) > len(".pyc")
 
 
 def _stat_tree(root: str, prefix: str, out: dict[str, tuple[int, int]]) -> None:
@@ -201,6 +219,27 @@ def untouched(project_dir: Path, baseline: ArtifactBaseline) -> bool:
 
 def contract_version(interface: Path) -> int:
     """The ``version`` the contract declares (1 when missing or unreadable)."""
+    try:
+        st = os.stat(interface)
+    except OSError:
+        return 1
+    # Promotion asks three times per component (a sidecar each, and the baseline): the
+    # file is read again only when ``stat`` says it changed (it is replaced by rename).
+    key = (os.fspath(interface), st.st_ino, st.st_mtime_ns, st.st_size)
+    version = _VERSIONS.get(key)
+    if version is None:
+        version = _read_contract_version(interface)
+        if len(_VERSIONS) >= 4096:
+            _VERSIONS.clear()
+        _VERSIONS[key] = version
+    return version
+
+
+#: Contract versions read, by path and what ``stat`` said of the file.
+_VERSIONS: dict[tuple[str, int, int, int], int] = {}
+
+
+def _read_contract_version(interface: Path) -> int:
     try:
         value = json.loads(interface.read_bytes()).get("version", 1)
     except (OSError, ValueError, AttributeError):

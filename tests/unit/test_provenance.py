@@ -32,6 +32,7 @@ from scheduler.provenance import drift as drift_module
 from scheduler.provenance.baseline import (
     ArtifactBaseline,
     baseline_from_verified,
+    hash_files,
     hash_tree,
     untouched,
 )
@@ -261,6 +262,35 @@ def test_a_baseline_from_the_store_equals_one_from_the_disk(tmp_path: Path) -> N
     )
     assert from_store == from_disk.model_copy(update={"stats": {}})
     assert hash_tree(tmp_path / "nothing") == ""
+
+
+def test_hash_tree_reads_every_file_below_but_caches_and_linked_directories(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "src"
+    (root / "pkg" / "__pycache__").mkdir(parents=True)
+    (root / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"compiled")
+    (root / "pkg" / "mod.py").write_bytes(b"X = 1\n")
+    (root / "pkg" / "stale.pyc").write_bytes(b"compiled")
+    (root / ".pyc").write_bytes(b"a dot file, not compiled")
+    (root / ".hidden").write_bytes(b"read too")
+    (root / "top.py").write_bytes(b"Y = 2\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "far.py").write_bytes(b"far")
+    (root / "linked_dir").symlink_to(elsewhere, target_is_directory=True)
+    (root / "linked.py").symlink_to(elsewhere / "far.py")
+
+    assert hash_tree(root) == hash_files(
+        {
+            "pkg/mod.py": b"X = 1\n",
+            ".pyc": b"a dot file, not compiled",
+            ".hidden": b"read too",
+            "top.py": b"Y = 2\n",
+            "linked.py": b"far",
+        }
+    )
+    assert hash_tree(root / "pkg" / "__pycache__") == ""
 
 
 # -- staleness ------------------------------------------------------------------------
