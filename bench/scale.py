@@ -15,7 +15,9 @@ aside (``status s``: the run state alone). Printed per size: scheduler CPU per
 item (user + system, and each), peak RSS, status times, state.json size, files
 and directories the run made per item; and the growth exponent of the CPU per item
 between sizes (0: constant per item, 1: linear per item, i.e. a quadratic run). The
-wavefront core alone (``done`` + ``get_ready`` per event) is timed too.
+wavefront core alone (``done`` + ``get_ready`` per event) is timed too, and so is a
+fixed loop of pure Python before each run (``calib ms``), to tell a slow machine from
+slow code.
 
 System CPU is mostly file creation, whose cost depends on the file system's recent
 history: on ext4 without a journal, a create skips every inode deleted in the last
@@ -95,6 +97,7 @@ def run_one(components: int, workers: int, where: str | None = None) -> dict[str
             verified=True,
         )
     )
+    calibration_ms = _calibration_ms()
     cpu0, wall0 = _cpu(), time.perf_counter()
     state = RunController(
         project,
@@ -134,7 +137,22 @@ def run_one(components: int, workers: int, where: str | None = None) -> dict[str
         "state_json_mb": project.state_path.stat().st_size / 1e6,
         "log_mb": project.audit_path.stat().st_size / 1e6,
         "files_per_item": _files(project.root) / items,
+        "calibration_ms": calibration_ms,
     }
+
+
+def _calibration_ms() -> float:
+    """CPU time of a fixed piece of pure Python (best of three), taken just before
+    the run: this machine's speed moves by a third for minutes at a time, for the
+    same code, so a run's figures are read against it."""
+    best = math.inf
+    for _ in range(3):
+        started = time.process_time()
+        total = 0
+        for i in range(1_000_000):
+            total += i * i
+        best = min(best, time.process_time() - started)
+    return 1000 * best
 
 
 def _files(root: Path) -> int:
@@ -295,6 +313,7 @@ def show(result: dict[str, Any]) -> None:
         ("log_mb", "{:>7.1f}"),
         ("files_per_item", "{:>7.2f}"),
         ("core_us_per_event", "{:>8.1f}"),
+        ("calibration_ms", "{:>7.1f}"),
         ("completed", "{:>5}"),
     ]
     heads = [
@@ -311,6 +330,7 @@ def show(result: dict[str, Any]) -> None:
         "log MB",
         "files/it",
         "core us",
+        "calib ms",
         "done",
     ]
     widths = [len(f.format(1)) for _, f in cols]
