@@ -25,18 +25,26 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import RunDirError
-from pact_workers.files import atomic_write, deferred_sync
+from pact_workers.files import atomic_write, deferred_sync, new_directory, write_file
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import Phase
 from pact_workers.sandbox.base import safe_relpath
 from scheduler.snapshot import parse_state_json, snapshot_bytes
 from scheduler.state import RunState
+
+
+def _relative_to(path: str, root: str) -> str:
+    """``os.path.relpath(path, root)`` for a path made by joining names to ``root``:
+    the prefix cut off rather than both paths made absolute and compared."""
+    head = root if root.endswith("/") else f"{root}/"
+    if path.startswith(head):
+        return path[len(head) :]
+    return os.path.relpath(path, root)
 
 
 class ProjectDir:
@@ -155,8 +163,9 @@ class ProjectDir:
         dest = self.destination_str(component_id, phase)
         parent, name = os.path.split(dest)
         os.makedirs(parent, exist_ok=True)
-        staging = tempfile.mkdtemp(dir=parent, prefix=f".{name}.new-")
+        staging = new_directory(parent, f".{name}.new-")
         made = {staging}
+        relative = _relative_to(dest, root)
         for path, data in sorted(files.items()):
             rel = safe_relpath(path)
             if not rel.startswith(prefix):
@@ -167,9 +176,8 @@ class ProjectDir:
             if folder not in made:
                 os.makedirs(folder, exist_ok=True)
                 made.add(folder)
-            with open(out, "wb") as fh:
-                fh.write(data)
-            written.append(os.path.relpath(os.path.join(dest, inside), root))
+            write_file(out, data)
+            written.append(f"{relative}/{inside}")
         old = None
         if os.path.exists(dest):
             old = os.path.join(parent, f".{name}.old-{os.getpid()}")
@@ -182,7 +190,7 @@ class ProjectDir:
             results_path = os.path.join(parent, "test_results.json")
             data = test_results.model_dump_json(indent=2).encode() + b"\n"
             atomic_write(results_path, data, fsync=False)
-            written.append(os.path.relpath(results_path, root))
+            written.append(_relative_to(results_path, root))
         deferred_sync.wrote(self._root)
         return written
 

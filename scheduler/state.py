@@ -40,8 +40,15 @@ class RunStatus(StrEnum):
 
 
 def item_key(component_id: str, phase: Phase | str) -> str:
-    value = phase.value if type(phase) is Phase else Phase(phase).value
+    # A phase hashes as its value, so the table serves a plain string too; the run
+    # loop makes tens of keys per item, and ``.value`` is a descriptor call.
+    value = _PHASE_VALUES.get(phase)
+    if value is None:
+        value = Phase(phase).value  # raises ValueError: not a phase
     return f"{component_id}/{value}"
+
+
+_PHASE_VALUES: dict[Phase | str, str] = {phase: phase.value for phase in Phase}
 
 
 def phases_for(tree: DecompositionTree, component_id: str) -> list[Phase]:

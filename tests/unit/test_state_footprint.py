@@ -5,6 +5,7 @@ state.json without waste."""
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 from pathlib import Path, PurePosixPath
 
@@ -13,9 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from pact_workers import files as files_module
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore, MemoryBlobStore
 from pact_workers.errors import ArtifactError
-from pact_workers.files import atomic_write
+from pact_workers.files import atomic_write, new_directory, write_file
 from pact_workers.fleet.tiered import TieredBlobStore
 from pact_workers.gcpause import collector_paused
 from pact_workers.models.work import NO_USAGE, Phase, Usage
@@ -139,6 +141,28 @@ def test_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_path: 
         atomic_write(target, [b"new", 3])  # type: ignore[list-item]
     assert target.read_bytes() == b"old"
     assert sorted(os.listdir(tmp_path)) == ["f"]
+
+
+def test_new_directories_are_owner_only_distinct_and_skip_a_leftovers_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = new_directory(str(tmp_path), ".src.new-")
+    second = new_directory(str(tmp_path), ".src.new-")
+    assert first != second
+    assert all(os.path.basename(d).startswith(f".src.new-{os.getpid()}.") for d in (first, second))
+    assert oct(os.stat(first).st_mode & 0o777) == oct(0o700)
+    # An earlier process with the same pid left the next name behind: it is skipped.
+    serial = itertools.count(1000)
+    monkeypatch.setattr(files_module, "_serial", serial)
+    os.mkdir(tmp_path / f".src.new-{os.getpid()}.1000")
+    assert new_directory(str(tmp_path), ".src.new-").endswith(f".src.new-{os.getpid()}.1001")
+
+
+def test_write_file_creates_or_truncates(tmp_path: Path) -> None:
+    target = str(tmp_path / "x.py")
+    write_file(target, b"a much longer first version\n")
+    write_file(target, b"short\n")
+    assert Path(target).read_bytes() == b"short\n"
 
 
 def test_blobs_known_to_the_store_are_bounded(tmp_path: Path) -> None:
