@@ -12,7 +12,6 @@ contract quality's anti-cliche list, or names nothing of the run, is dropped.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter, defaultdict
 from datetime import datetime
@@ -21,7 +20,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.files import atomic_write
-from pact_workers.models.contract import ComponentContract
 from pact_workers.models.work import ErrorClass, Phase
 from scheduler.audit import iter_events, last_event_of
 from scheduler.events import (
@@ -35,10 +33,8 @@ from scheduler.events import (
 )
 from scheduler.gates.events import GateWouldHaveBlocked
 from scheduler.interview.recorded import InterviewRecorded
+from scheduler.provenance.suites import error_cases, largest, suite_sizes
 from scheduler.validation.quality import VAGUE_PATTERNS
-
-#: A test function in a suite (module level or in a class).
-_TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+test_\w*\s*\(", re.MULTILINE)
 
 #: Most lessons kept per retrospective (the most expensive problems first).
 MAX_LESSONS = 12
@@ -103,63 +99,6 @@ def _ts(text: str) -> datetime | None:
         return datetime.fromisoformat(text)
     except ValueError:
         return None
-
-
-def _suite_sizes(pact: Path) -> dict[str, int]:
-    """Test functions per component, counted in every ``.py`` file under its
-    ``tests/`` (directories that are symbolic links not entered)."""
-    sizes: dict[str, int] = {}
-    contracts = os.fspath(pact / "contracts")
-    try:
-        names = os.listdir(contracts)
-    except OSError:
-        return sizes
-    for name in names:  # plain strings: pathlib's glob took most of this at scale
-        tests = f"{contracts}/{name}/tests"
-        if os.path.isdir(tests):
-            sizes[name] = _count_tests(tests)
-    return sizes
-
-
-def _count_tests(tests: str) -> int:
-    count = 0
-    stack = [tests]
-    while stack:
-        path = stack.pop()
-        try:
-            entries = os.scandir(path)
-        except PermissionError:
-            continue
-        with entries:
-            for entry in entries:
-                if entry.is_dir():
-                    if not entry.is_symlink():
-                        stack.append(entry.path)
-                elif entry.name.endswith(".py"):
-                    try:
-                        with open(entry.path, encoding="utf-8") as fh:
-                            count += len(_TEST_DEF.findall(fh.read()))
-                    except (OSError, UnicodeDecodeError):
-                        continue
-    return count
-
-
-def _error_cases(pact: Path) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for interface in sorted((pact / "contracts").glob("*/interface.json")):
-        try:
-            contract = ComponentContract.model_validate_json(interface.read_bytes())
-        except (OSError, ValidationError):
-            continue
-        found[interface.parent.name] = sum(len(f.error_cases) for f in contract.functions)
-    return found
-
-
-def _largest(counts: dict[str, int]) -> tuple[str, int]:
-    if not counts:
-        return ("", 0)
-    # Ties go to the first id in order, so the answer does not depend on the disk.
-    return max(sorted(counts.items()), key=lambda kv: kv[1])
 
 
 def _first_line(text: str, limit: int = 160) -> str:
@@ -245,7 +184,7 @@ def generate_retrospective(project_dir: Path) -> RunRetrospective:
         for (cid, phase), failed in failures.items()
         if phase is Phase.CONTRACT and any(f.error_class is ErrorClass.PERMANENT for f in failed)
     } | set(rejected_contracts)
-    sizes = _suite_sizes(pact)
+    sizes = suite_sizes(pact)
     patterns = _failure_patterns(failures, pauses, fail_reason)
     lessons = _lessons(failures, accepted, cost, pauses, fail_reason)
     names = {*components, *(p.value for p in Phase)}
@@ -262,8 +201,8 @@ def generate_retrospective(project_dir: Path) -> RunRetrospective:
         total_duration_seconds=round(max(duration, 0.0), 3),
         components_count=len(components),
         plan_revisions=len(revisions),
-        largest_test_suite=_largest(sizes),
-        most_error_cases=_largest(_error_cases(pact)),
+        largest_test_suite=largest(sizes),
+        most_error_cases=largest(error_cases(pact)),
         cost_distribution={cid: round(cost.get(cid, 0.0), 6) for cid in components},
         failure_patterns=patterns,
         lessons=specific_lessons(lessons, names),
