@@ -42,13 +42,14 @@ class RunStatus(StrEnum):
 def item_key(component_id: str, phase: Phase | str) -> str:
     # A phase hashes as its value, so the table serves a plain string too; the run
     # loop makes tens of keys per item, and ``.value`` is a descriptor call.
-    value = _PHASE_VALUES.get(phase)
+    value = PHASE_VALUES.get(phase)
     if value is None:
         value = Phase(phase).value  # raises ValueError: not a phase
     return f"{component_id}/{value}"
 
 
-_PHASE_VALUES: dict[Phase | str, str] = {phase: phase.value for phase in Phase}
+#: Each phase's value (``.value`` is a descriptor call; loops over items use this).
+PHASE_VALUES: dict[Phase | str, str] = {phase: phase.value for phase in Phase}
 
 
 def phases_for(tree: DecompositionTree, component_id: str) -> list[Phase]:

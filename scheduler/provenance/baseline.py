@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -116,8 +116,20 @@ def hash_tree(root: Path) -> str:
     if not os.path.isdir(top) or "__pycache__" in Path(top).parts:
         return ""
     files: dict[str, bytes] = {}
-    stack = [(top, "")]
-    while stack:  # plain strings: pathlib's rglob was most of a promotion's hashing
+    # Plain strings: pathlib's rglob was most of a promotion's hashing.
+    for rel, entry in files_below(top, skip="__pycache__"):
+        if entry.is_file() and not _compiled(entry.name):
+            with open(entry.path, "rb") as fh:
+                files[rel] = fh.read()
+    return hash_files(files)
+
+
+def files_below(root: str, *, skip: str = "") -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(path relative to ``root``, entry) of everything under ``root`` that is not a
+    directory. Directories that are symbolic links, or named ``skip``, are not
+    entered; one that cannot be listed is passed over."""
+    stack = [(root, "")]
+    while stack:
         path, at = stack.pop()
         try:
             entries = os.scandir(path)
@@ -125,14 +137,10 @@ def hash_tree(root: Path) -> str:
             continue
         with entries:
             for entry in entries:
-                name = entry.name
-                if entry.is_dir():
-                    if name != "__pycache__" and not entry.is_symlink():
-                        stack.append((entry.path, f"{at}{name}/"))
-                elif entry.is_file() and not _compiled(name):
-                    with open(entry.path, "rb") as fh:
-                        files[at + name] = fh.read()
-    return hash_files(files)
+                if not entry.is_dir():
+                    yield at + entry.name, entry
+                elif entry.name != skip and not entry.is_symlink():
+                    stack.append((entry.path, f"{at}{entry.name}/"))
 
 
 def _compiled(name: str) -> bool:

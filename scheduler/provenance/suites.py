@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pact_workers.models.contract import ComponentContract
+from scheduler.provenance.baseline import files_below
 
 #: A test function in a suite (module level or in a class).
 _TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+test_\w*\s*\(", re.MULTILINE)
@@ -33,24 +34,13 @@ def suite_sizes(pact: Path) -> dict[str, int]:
 
 def _count_tests(tests: str) -> int:
     count = 0
-    stack = [tests]
-    while stack:
-        path = stack.pop()
-        try:
-            entries = os.scandir(path)
-        except PermissionError:
-            continue
-        with entries:
-            for entry in entries:
-                if entry.is_dir():
-                    if not entry.is_symlink():
-                        stack.append(entry.path)
-                elif entry.name.endswith(".py"):
-                    try:
-                        with open(entry.path, encoding="utf-8") as fh:
-                            count += len(_TEST_DEF.findall(fh.read()))
-                    except (OSError, UnicodeDecodeError):
-                        continue
+    for _, entry in files_below(tests):
+        if entry.name.endswith(".py"):
+            try:
+                with open(entry.path, encoding="utf-8") as fh:
+                    count += len(_TEST_DEF.findall(fh.read()))
+            except (OSError, UnicodeDecodeError):
+                continue
     return count
 
 

@@ -5,7 +5,6 @@ state.json without waste."""
 from __future__ import annotations
 
 import gc
-import itertools
 import os
 from pathlib import Path, PurePosixPath
 
@@ -14,7 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from pact_workers import files as files_module
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore, MemoryBlobStore
 from pact_workers.errors import ArtifactError
 from pact_workers.files import atomic_write, new_directory, write_file
@@ -144,7 +142,7 @@ def test_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_path: 
 
 
 def test_new_directories_are_owner_only_distinct_and_skip_a_leftovers_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     first = new_directory(str(tmp_path), ".src.new-")
     second = new_directory(str(tmp_path), ".src.new-")
@@ -152,10 +150,11 @@ def test_new_directories_are_owner_only_distinct_and_skip_a_leftovers_name(
     assert all(os.path.basename(d).startswith(f".src.new-{os.getpid()}.") for d in (first, second))
     assert oct(os.stat(first).st_mode & 0o777) == oct(0o700)
     # An earlier process with the same pid left the next name behind: it is skipped.
-    serial = itertools.count(1000)
-    monkeypatch.setattr(files_module, "_serial", serial)
-    os.mkdir(tmp_path / f".src.new-{os.getpid()}.1000")
-    assert new_directory(str(tmp_path), ".src.new-").endswith(f".src.new-{os.getpid()}.1001")
+    serial = int(second.rsplit(".", 1)[1])
+    os.mkdir(tmp_path / f".src.new-{os.getpid()}.{serial + 1}")
+    assert new_directory(str(tmp_path), ".src.new-").endswith(
+        f".src.new-{os.getpid()}.{serial + 2}"
+    )
 
 
 def test_write_file_creates_or_truncates(tmp_path: Path) -> None:
