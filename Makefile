@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # Processes make test runs the suite on (pytest-xdist); 0 runs it in this one.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test services lint typecheck clean bench
+.PHONY: demo test services lint typecheck bytecode clean bench
 
 $(BIN)/pact: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,15 @@ demo: $(BIN)/pact
 services:
 	./scripts/ensure-services
 
-test: $(BIN)/pact services lint typecheck
+test: $(BIN)/pact services lint typecheck bytecode
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+
+# The suite starts Python processes by the hundred (pact commands, workers, stand-ins).
+# Each would compile the project's modules again where PYTHONDONTWRITEBYTECODE is set;
+# compiled once here, they are read (the interpreter checks each against its source).
+# The example's replayed agent outputs are data, copied into projects: not compiled.
+bytecode: $(BIN)/pact
+	$(BIN)/python -m compileall -q -x '/examples/' pact_workers scheduler bench tests
 
 lint: $(BIN)/pact
 	$(BIN)/ruff check pact_workers scheduler tests bench

@@ -391,11 +391,13 @@ def test_worker_killed_mid_implementation_ten_times(
     replay = slow_implementations(example, tmp_path)
     with Fleet(redis_url, tmp_path / "logs") as fleet, redis_client(redis_url) as client:
         authors = fleet.worker("authors", roles=AUTHOR_ROLES, concurrency=2)
+        # One coder at a time: each iteration kills it, and its replacement is the coder
+        # the next iteration kills.
+        coder = fleet.worker(
+            "coder0", roles=CODE_ROLES, concurrency=2, lease_ttl_s=KILLED_LEASE_TTL_S
+        )
         for i in range(KILLS):
             project = tmp_path / f"run{i}"
-            coder = fleet.worker(
-                f"coder{i}", roles=CODE_ROLES, concurrency=2, lease_ttl_s=KILLED_LEASE_TTL_S
-            )
             run = fleet.pact(*run_args(example, project, redis_url, replay=replay), name=f"run{i}")
             run_id = wait_for_run_id(project, fleet=fleet, run=run)
             # Kill a random moment into the n-th implementation or integration attempt
@@ -411,7 +413,7 @@ def test_worker_killed_mid_implementation_ten_times(
             time.sleep(rng.uniform(0.0, 0.8))
             killed_at = coder.lose()
             replacement = fleet.worker(
-                f"coder{i}-replacement",
+                f"coder{i + 1}",
                 roles=CODE_ROLES,
                 concurrency=2,
                 lease_ttl_s=KILLED_LEASE_TTL_S,
@@ -471,7 +473,7 @@ def test_worker_killed_mid_implementation_ten_times(
                 )
                 + "".join(f"\n  {why}" for why in sorted({why for *_, why in recoveries}))
             )
-            replacement.stop()
+            coder = replacement
 
     times = [s for k in kills for _, s, _ in k.recoveries]
     hits = sum(k.hit for k in kills)
