@@ -16,7 +16,7 @@ $(BIN)/pact: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-demo: $(BIN)/pact
+demo: $(BIN)/pact bytecode
 	$(BIN)/pact demo
 
 services:
@@ -25,8 +25,9 @@ services:
 test: $(BIN)/pact services lint typecheck bytecode
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
-# The suite starts Python processes by the hundred (pact commands, workers, stand-ins).
-# Each would compile the project's modules again where PYTHONDONTWRITEBYTECODE is set;
+# The suite starts Python processes by the hundred (pact commands, workers, stand-ins),
+# and a user runs pact again and again. Each would compile the project's modules again
+# where PYTHONDONTWRITEBYTECODE is set (an editable install is never compiled by pip);
 # compiled once here, they are read (the interpreter checks each against its source).
 # The example's replayed agent outputs are data, copied into projects: not compiled.
 bytecode: $(BIN)/pact
