@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -124,18 +124,24 @@ def hash_tree(root: Path) -> str:
     return hash_files(files)
 
 
-def files_below(root: str, *, skip: str = "") -> Iterator[tuple[str, os.DirEntry[str]]]:
+def files_below(
+    root: str, *, skip: str = "", on_dir: Callable[[str, str], None] | None = None
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(path relative to ``root``, entry) of everything under ``root`` that is not a
     directory. Directories that are symbolic links, or named ``skip``, are not
-    entered; one that cannot be listed is passed over."""
+    entered; one that cannot be listed is passed over. ``on_dir`` is called with
+    (relative path, ``""`` for ``root`` and ending in ``/`` otherwise; path) of each
+    directory entered, once it is open and before any of its entries is read."""
     stack = [(root, "")]
     while stack:
         path, at = stack.pop()
         try:
             entries = os.scandir(path)
-        except PermissionError:
+        except OSError:
             continue
         with entries:
+            if on_dir is not None:
+                on_dir(at, path)
             for entry in entries:
                 if not entry.is_dir():
                     yield at + entry.name, entry
@@ -150,23 +156,22 @@ def _compiled(name: str) -> bool:
 
 def _stat_tree(root: str, prefix: str, out: dict[str, tuple[int, int]]) -> None:
     """(size, mtime_ns) of the files :func:`hash_tree` reads, by ``prefix`` + name, and
-    (0, mtime_ns) of the directories holding them, by ``prefix`` + path + ``/``."""
-    stack = [(root, prefix)]
-    while stack:
-        path, at = stack.pop()
+    (0, mtime_ns) of the directories holding them, by ``prefix`` + path + ``/``. The
+    same walk as :func:`hash_tree`'s, so a file it reads is always in the signature."""
+    if "/__pycache__/" in f"/{root}/":
+        return  # as hash_tree: nothing under a cache is verified
+
+    def listed(at: str, path: str) -> None:
+        # Before the entries are read: a file added while they are has changed it.
         try:
-            entries = os.scandir(path)
-            out[at] = (0, os.stat(path).st_mtime_ns)
+            out[prefix + at] = (0, os.stat(path).st_mtime_ns)
         except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                if entry.is_dir():
-                    if entry.name != "__pycache__":
-                        stack.append((entry.path, f"{at}{entry.name}/"))
-                elif entry.is_file() and not entry.name.endswith(".pyc"):
-                    info = entry.stat()
-                    out[at + entry.name] = (info.st_size, info.st_mtime_ns)
+            pass
+
+    for rel, entry in files_below(root, skip="__pycache__", on_dir=listed):
+        if entry.is_file() and not _compiled(entry.name):
+            info = entry.stat()
+            out[prefix + rel] = (info.st_size, info.st_mtime_ns)
 
 
 def file_stats(project_dir: Path, component_id: str) -> dict[str, tuple[int, int]]:

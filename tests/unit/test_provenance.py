@@ -218,6 +218,58 @@ def test_a_signature_without_directories_is_checked_by_listing(tmp_path: Path) -
     assert [f.artifact for f in check_drift(old, tmp_path)] == ["implementation"]
 
 
+def test_the_signature_covers_exactly_the_files_that_are_hashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stat signature and the hash walk the same files: a cache, a compiled module
+    and a linked directory are in neither; a file named only ``.pyc``, a nested module
+    and a linked file are in both."""
+    import os
+
+    verified_component(tmp_path)
+    src = tmp_path / ".pact/implementations/lexer/src"
+    (src / "pkg").mkdir()
+    (src / "pkg" / "inner.py").write_text("Y = 2\n")
+    (src / ".pyc").write_text("not compiled\n")
+    (src / "lexer.cpython-311.pyc").write_bytes(b"\0")
+    (src / "__pycache__").mkdir()
+    (src / "__pycache__" / "lexer.py").write_text("")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "shared.py").write_text("Z = 3\n")
+    os.symlink(outside, src / "linked_dir")
+    os.symlink(outside / "shared.py", src / "linked.py")
+
+    hashed: list[str] = []
+    real_hash_files = baseline_module.hash_files
+
+    def recording(files: dict[str, bytes]) -> str:
+        hashed.extend(files)
+        return real_hash_files(files)
+
+    with monkeypatch.context() as m:
+        m.setattr(baseline_module, "hash_files", recording)
+        baseline_module.hash_tree(src)
+    signed = {
+        name.removeprefix("src/")
+        for name in baseline_module.file_stats(tmp_path, "lexer")
+        if name.startswith("src/") and not name.endswith("/")
+    }
+    assert sorted(hashed) == sorted(signed) == [".pyc", "lexer.py", "linked.py", "pkg/inner.py"]
+
+
+def test_an_edit_to_a_file_named_only_pyc_is_drift(tmp_path: Path) -> None:
+    """``.pyc`` alone is not a compiled module: it is hashed, so it is in the signature,
+    and an edit in place (its directory's mtime unchanged) is noticed."""
+    verified_component(tmp_path)
+    odd = tmp_path / ".pact/implementations/lexer/src/.pyc"
+    odd.write_text("A = 1\n")
+    baseline = capture_baseline("lexer", tmp_path)
+    assert check_drift(baseline, tmp_path) == []
+    odd.write_text("A = 2\n")
+    assert [f.artifact for f in check_drift(baseline, tmp_path)] == ["implementation"]
+
+
 def _no_listing(*args: object) -> object:
     raise AssertionError("a directory was listed")
 
