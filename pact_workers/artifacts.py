@@ -304,7 +304,11 @@ class DirectoryBlobStore:
         if digest in self._known:
             return digest
         path = f"{self._root}/{hexd[:2]}/{hexd}"  # a digest of our own making
-        if not os.path.exists(path):
+        try:
+            whole = os.stat(path).st_size == len(data)
+        except FileNotFoundError:
+            whole = False
+        if not whole:  # absent, or cut short by a power loss before a deferred sync
             atomic_write(path, data, fsync=not self.deferred)
             if self.deferred:
                 deferred_sync.wrote(self._root)

@@ -173,6 +173,21 @@ def test_blobs_known_to_the_store_are_bounded(tmp_path: Path) -> None:
     assert all(blobs.has_blob(blobs.put_blob(str(i).encode())) for i in range(20))
 
 
+def test_a_blob_cut_short_on_disk_is_written_again_when_stored(tmp_path: Path) -> None:
+    """A blob written without its own fsync and cut short by a power loss (whole
+    blobs are only promised after ``sync``) is mended when the same bytes are stored
+    again, as a re-run of the lost work does, instead of staying corrupt."""
+    blobs = DirectoryBlobStore(tmp_path / "blobs", deferred=True)
+    digest = blobs.put_blob(b"the verified output\n")
+    path = Path(blobs._path(digest))
+    path.write_bytes(b"")  # what a power loss can leave of it
+    again = DirectoryBlobStore(tmp_path / "blobs", deferred=True)  # the next process
+    with pytest.raises(ArtifactError, match="corrupt"):
+        again.get_blob(digest)
+    assert again.put_blob(b"the verified output\n") == digest
+    assert again.get_blob(digest) == b"the verified output\n"
+
+
 _PART = st.sampled_from(["a", "b.py", ".", "..", "", "...", ".x", "src"])
 
 
