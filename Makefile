@@ -42,6 +42,7 @@ typecheck: $(BIN)/pact
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	find pact_workers scheduler bench tests -name __pycache__ -type d -prune -exec rm -rf {} +
 
 bench: $(BIN)/pact
 	$(BIN)/python bench/scheduling.py --quick
