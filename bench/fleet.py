@@ -354,6 +354,11 @@ def main(argv: list[str] | None = None) -> int:
             cpu_ms["whole_path"]["user"] + cpu_ms["whole_path"]["system"], 3
         ),
         "whole_path_items_per_s": round(whole_items / whole_s, 1),
+        # What one scheduler could push with the workers and Redis on other machines:
+        # one CPU's worth of its own CPU per item.
+        "whole_path_scheduler_ceiling_items_per_s": round(
+            1000 / (cpu_ms["whole_path"]["user"] + cpu_ms["whole_path"]["system"]), 1
+        ),
         "whole_path_overhead_ms_per_item": round(
             whole_s / whole_items * args.concurrency * 1000, 2
         ),

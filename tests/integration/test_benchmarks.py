@@ -83,6 +83,9 @@ def test_fleet_bench_pushes_the_items_through_the_fleet_plain_celery_and_a_real_
     # and test suite each, driven to the end by the run loop over the fleet.
     assert found["whole_path_items"] == 40
     assert found["whole_path_scheduler_cpu_ms_per_item"] > 0
+    # One scheduler's ceiling: its CPU per item on one CPU of its own.
+    ceiling = 1000 / found["whole_path_scheduler_cpu_ms_per_item"]
+    assert found["whole_path_scheduler_ceiling_items_per_s"] == pytest.approx(ceiling, rel=0.01)
     # The share of its attempts sent in packs (a pack needs a result of the role first).
     assert 0 <= found["whole_path_packed_share"] < 1
     for key in ("overhead_ratio", "whole_path_ratio", "whole_path_cpu_ratio"):
