@@ -99,6 +99,19 @@ def test_fleet_bench_pushes_the_items_through_the_fleet_plain_celery_and_a_real_
 
 
 @pytest.mark.redis
+def test_redis_client_bench_times_the_client_with_hiredis_and_without(redis_url: str) -> None:
+    """Both variants run (each asserts, in its own process, that hiredis is or is not
+    what redis-py uses) over the same steps."""
+    found = bench(
+        "redis_client.py", "--steps", "5", "--batch", "4", "--rounds", "2", "--broker", redis_url
+    )
+    assert found["items"] == 20 and found["rounds"] == 2
+    assert [len(found["each_s"][v]) for v in ("with", "without")] == [2, 2]
+    for key in ("client_cpu_ms_per_item_with_hiredis", "client_cpu_ms_per_item_without"):
+        assert found[key] > 0, key
+
+
+@pytest.mark.redis
 @pytest.mark.timeout(300)
 def test_fleet_growth_bench_runs_the_whole_path_at_each_size(redis_url: str) -> None:
     found = bench("fleet_growth.py", "--sizes", "40", "20", "--rounds", "1", "--broker", redis_url)
