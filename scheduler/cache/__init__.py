@@ -43,6 +43,7 @@ from scheduler.cache.entry import CacheEntry
 from scheduler.cache.factory import (
     CACHE_DIR_ENV,
     check_cache_dir,
+    check_cache_env,
     default_cache_dir,
     embedded_cache,
     from_config,
@@ -66,6 +67,7 @@ __all__ = [
     "action_key",
     "cache_report",
     "check_cache_dir",
+    "check_cache_env",
     "default_cache_dir",
     "effective_mode",
     "embedded_cache",

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHE_DIR_ENV",
     "check_cache_dir",
+    "check_cache_env",
     "default_cache_dir",
     "embedded_cache",
     "from_config",
@@ -56,6 +57,27 @@ def check_cache_dir(path: Path) -> str | None:
     if not os.access(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable by this user"
     return None
+
+
+def check_cache_env(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse a ``PACT_CACHE_DIR`` that cannot hold what goes there, whatever the run's
+    cache mode: the lessons store lives there too, and every run publishes its
+    retrospective's lessons when it ends (an unset variable is never refused: the
+    default directory, when unusable, only costs the cache and the lessons).
+
+    Raises:
+        InputError: the variable names a directory that cannot be written.
+    """
+    env = os.environ if environ is None else environ
+    if not env.get(CACHE_DIR_ENV):
+        return
+    root = default_cache_dir(env)
+    problem = check_cache_dir(root)
+    if problem is not None:
+        raise InputError(
+            f"{CACHE_DIR_ENV}={root}: {problem}; it holds the action cache and the lessons "
+            "runs carry to the next: set it to a directory you can write, or unset it"
+        )
 
 
 def from_url(url: str) -> ActionCache:
@@ -120,11 +142,13 @@ def embedded_cache(
     ``PACT_CACHE_DIR`` an error.
 
     Raises:
-        InputError: ``PACT_CACHE_DIR`` names a directory that cannot hold the cache.
+        InputError: ``PACT_CACHE_DIR`` names a directory that cannot hold the cache
+            (refused whatever the mode and executor: see :func:`check_cache_env`).
     """
+    env = os.environ if environ is None else environ
+    check_cache_env(env)
     if executor_name != "local" or effective_mode(setting, agent_name) is CacheMode.OFF:
         return None
-    env = os.environ if environ is None else environ
     try:
         return from_config(environ=env)
     except CacheError as exc:

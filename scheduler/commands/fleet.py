@@ -13,6 +13,7 @@ from pact_workers.agents.replay import load_replay_script
 from pact_workers.errors import InputError
 from pact_workers.fleet.blobs import artifact_ttl_s
 from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
+from scheduler.cache.factory import check_cache_env
 from scheduler.commands.agents import SANDBOXES
 from scheduler.executors.packing import max_pack_from_env
 from scheduler.ownership import lease_holders
@@ -185,6 +186,7 @@ def make_service(
         raise InputError(f"--max-runs must be at least 1, got {max_runs}")
     artifact_ttl_s()  # PACT_ARTIFACT_TTL_S: refused now, not when a run is adopted
     max_pack_from_env()  # PACT_MAX_PACK: likewise
+    check_cache_env()  # PACT_CACHE_DIR: the lessons store of the runs it ends
     metrics = None
     if metrics_port:
         metrics = SchedulerMetrics()

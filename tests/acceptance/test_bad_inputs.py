@@ -150,15 +150,18 @@ def test_bad_input_is_refused_clearly_and_nothing_is_written_or_lost(
         "{markup}": str(markup),
         "{dead}": dead_broker(),
     }
-    args = []
-    for arg in case["argv"]:
+
+    def placed(text: str) -> str:
         for key, value in places.items():
-            arg = arg.replace(key, value)
-        args.append(arg)
+            text = text.replace(key, value)
+        return text
+
+    args = [placed(arg) for arg in case["argv"]]
+    given = {name: placed(value) for name, value in case.get("env", {}).items()}
     before_new = snapshot(new) if new.exists() else None
     before_run = snapshot(run) if run.exists() else None
 
-    res = pact(args, unset=case.get("unset", []), given=case.get("env"))
+    res = pact(args, unset=case.get("unset", []), given=given)
 
     output = res.stdout + res.stderr
     assert res.returncode == case["exit"], output
