@@ -17,20 +17,28 @@ Rules (the same as :mod:`scheduler.wavefront`'s, which owns the graph):
   first), cut to the free slots and per-role limits (running counters per role).
 
 Everything here is updated by :meth:`ReadyTracker.set_status` (one item) and
-:meth:`ReadyTracker.add_dependency` (one edge); :meth:`ReadyTracker.ready` costs
-O(candidates), never O(items). Priorities are recomputed only when the phase
-durations they are weighted by change materially (see :data:`RANK_TOLERANCE`).
+:meth:`ReadyTracker.add_dependency` (one edge). With a slot limit,
+:meth:`ReadyTracker.ready` costs O((chosen + passed over) log candidates): the
+candidates wait in one heap per phase, ordered by priority, and the best of the heaps'
+heads is taken until the free slots are filled (passed over: candidates whose retry
+time lies ahead, and the heads of phases whose role is at its limit). Without one it
+returns every candidate allowed, sorted: O(candidates log candidates), never O(items).
+Priorities are recomputed only when the phase durations they are weighted by change
+materially (see :data:`RANK_TOLERANCE`); when they are, the heaps are made again, and
+when a new edge raises some, :meth:`ReadyTracker.reprioritise` is told which.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from pact_workers.models.work import IN_FLIGHT, ROLE_FOR_PHASE, ItemStatus, Phase
 
 Key = tuple[str, Phase]
+#: An item's place in the priority order: (-rank, phase order, component id).
+Order = tuple[float, int, str]
 
 #: Statuses an item may be dispatched from.
 DISPATCHABLE = frozenset({ItemStatus.PENDING, ItemStatus.READY})
@@ -72,9 +80,68 @@ class ReadyTracker:
         self.running_by_role: Counter[str] = Counter()
         self.running = 0
         self.running_by_rank: Counter[int] = Counter()
-        self.rank: dict[Key, float] = {}
+        #: Candidates per phase (what holds a phase barrier open).
+        self.candidates_by_phase: Counter[Phase] = Counter(k[1] for k in self.candidates)
         #: Items not done, failed or poisoned (what ``is_active`` asks about).
         self.unfinished = len(keys)
+        #: Per phase, (order, key) of the candidates, least order first; entries of keys
+        #: no longer candidates, or whose order changed, are dropped when they surface.
+        self._heaps: dict[Phase, list[tuple[Order, Key]]] = {p: [] for p in Phase}
+        #: The order of each key's live heap entry.
+        self._queued: dict[Key, Order] = {}
+        self._rank: dict[Key, float] = {}
+        self._rebuild()
+
+    # -- priorities -------------------------------------------------------------
+
+    @property
+    def rank(self) -> dict[Key, float]:
+        """Each item's priority (its upward rank: the longest chain from it to the end).
+        Changed by assigning a new mapping; one changed in place must be followed by
+        :meth:`reprioritise` with the keys changed, or the heaps keep the old order."""
+        return self._rank
+
+    @rank.setter
+    def rank(self, value: dict[Key, float]) -> None:
+        self._rank = value
+        self._rebuild()
+
+    def reprioritise(self, keys: Iterable[Key]) -> None:
+        """``keys``' ranks were changed in place (raised along a new edge)."""
+        for key in keys:
+            if key in self.candidates:
+                self._push(key)
+
+    def _order(self, key: Key) -> Order:
+        return (-self._rank.get(key, 0.0), PHASE_ORDER[key[1]], key[0])
+
+    def _push(self, key: Key) -> None:
+        order = self._order(key)
+        if self._queued.get(key) != order:
+            self._queued[key] = order
+            heapq.heappush(self._heaps[key[1]], (order, key))
+
+    def _rebuild(self) -> None:
+        """The heaps again, from the candidates alone: O(candidates)."""
+        self._queued = {key: self._order(key) for key in self.candidates}
+        self._heaps = {p: [] for p in Phase}
+        for key, order in self._queued.items():
+            self._heaps[key[1]].append((order, key))
+        for heap in self._heaps.values():
+            heapq.heapify(heap)
+
+    def _head(self, phase: Phase) -> tuple[Order, Key] | None:
+        """The live entry of ``phase``'s best candidate (stale entries dropped)."""
+        heap = self._heaps[phase]
+        while heap:
+            order, key = heap[0]
+            live = self._queued.get(key) == order
+            if live and key in self.candidates:
+                return heap[0]
+            heapq.heappop(heap)
+            if live:  # no longer a candidate: pushed again if it becomes one
+                del self._queued[key]
+        return None
 
     # -- updates, O(1) or O(dependents) ------------------------------------------
 
@@ -115,42 +182,65 @@ class ReadyTracker:
 
     def _recheck(self, key: Key) -> None:
         if self.unmet[key] == 0 and self.status[key] in DISPATCHABLE:
-            self.candidates[key] = None
-        else:
-            self.candidates.pop(key, None)
+            if key not in self.candidates:
+                self.candidates[key] = None
+                self.candidates_by_phase[key[1]] += 1
+                self._push(key)
+        elif key in self.candidates:
+            del self.candidates[key]
+            self.candidates_by_phase[key[1]] -= 1
 
     # -- the decision, O(candidates) ----------------------------------------------
 
     def ready(self, now: float | None = None) -> list[Key]:
         """Candidates allowed now, critical path first, cut to free slots and limits."""
-        lowest_open = None
-        if self.phased:
-            live = [PHASE_RANK[k[1]] for k in self.candidates]
-            live += [r for r, n in self.running_by_rank.items() if n > 0]
-            lowest_open = min(live, default=None)
+        phases = self._open_phases()
+        if self.max_concurrent is None:
+            return self._all_allowed(phases, now)
+        free = self.max_concurrent - self.running
+        per_role = Counter(self.running_by_role)
+        chosen: list[Key] = []
+        taken: list[tuple[Order, Key]] = []
+        while len(chosen) < free and phases:
+            heads = [(head, p) for p in phases if (head := self._head(p)) is not None]
+            if not heads:
+                break
+            (_, key), phase = min(heads)
+            taken.append(heapq.heappop(self._heaps[phase]))
+            if now is not None and self.not_before.get(key, 0.0) > now:
+                continue
+            role = ROLE_FOR_PHASE[phase].value
+            limit = self.role_limits.get(role)
+            if limit is not None and per_role[role] >= limit:
+                phases.remove(phase)  # every candidate of the phase has this role
+                continue
+            per_role[role] += 1
+            chosen.append(key)
+        for entry in taken:  # still candidates until their status says otherwise
+            heapq.heappush(self._heaps[entry[1][1]], entry)
+        return chosen
+
+    def _open_phases(self) -> list[Phase]:
+        """The phases whose candidates may start: all of them, or in phased mode those
+        up to the earliest phase with a candidate or an item in flight."""
+        if not self.phased:
+            return list(Phase)
+        live = [PHASE_RANK[p] for p, n in self.candidates_by_phase.items() if n > 0]
+        live += [r for r, n in self.running_by_rank.items() if n > 0]
+        lowest_open = min(live, default=None)
+        return [p for p in Phase if lowest_open is None or PHASE_RANK[p] <= lowest_open]
+
+    def _all_allowed(self, phases: list[Phase], now: float | None) -> list[Key]:
+        """Every candidate allowed now, in priority order (no slot limit)."""
         allowed = [
             key
             for key in self.candidates
-            if (now is None or self.not_before.get(key, 0.0) <= now)
-            and not (self.phased and lowest_open is not None and PHASE_RANK[key[1]] > lowest_open)
+            if key[1] in phases and (now is None or self.not_before.get(key, 0.0) <= now)
         ]
-        free = None if self.max_concurrent is None else self.max_concurrent - self.running
-        if free is not None and free <= 0:
-            return []
-        rank = self.rank
-
-        def order(k: Key) -> tuple[float, int, str]:
-            return (-rank.get(k, 0.0), PHASE_ORDER[k[1]], k[0])
-
-        if free is not None and not self.role_limits and free < len(allowed) // 4:
-            ordered = heapq.nsmallest(free, allowed, key=order)
-        else:
-            ordered = sorted(allowed, key=order)
+        allowed.sort(key=self._order)
         per_role = Counter(self.running_by_role)
         chosen: list[Key] = []
-        for key in ordered:
-            if free is not None and len(chosen) >= free:
-                break
+        for key in allowed:
             role = ROLE_FOR_PHASE[key[1]].value
             limit = self.role_limits.get(role)
             if limit is not None and per_role[role] >= limit:

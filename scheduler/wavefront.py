@@ -170,17 +170,21 @@ class WorkGraph:
 
     def raise_rank(
         self, rank: dict[Key, float], edge: tuple[Key, Key], weights: Mapping[Phase, float]
-    ) -> None:
+    ) -> list[Key]:
         """Update ``rank`` in place for one new edge (item, prerequisite): the
-        prerequisite and what leads to it may now head a longer chain. O(affected)."""
+        prerequisite and what leads to it may now head a longer chain. O(affected).
+        Returns the items whose rank rose."""
         key, pre = edge
+        raised: list[Key] = []
         todo = [(pre, weights[pre[1]] + rank.get(key, weights[key[1]]))]
         while todo:
             item, value = todo.pop()
             if value <= rank.get(item, 0.0):
                 continue
             rank[item] = value
+            raised.append(item)
             todo.extend((p, weights[p[1]] + value) for p in self.prerequisite_map[item])
+        return raised
 
     def downstream(self, key: Key) -> list[Key]:
         """Every item that transitively waits on ``key`` (what a permanent failure poisons)."""
@@ -302,7 +306,8 @@ class WavefrontScheduler:
             for dep in state.dependencies.get(cid, ()):
                 for edge in self.graph.add_dependency(cid, dep):
                     self.tracker.add_dependency(*edge)
-                    self.graph.raise_rank(self.tracker.rank, edge, self._weights())
+                    raised = self.graph.raise_rank(self.tracker.rank, edge, self._weights())
+                    self.tracker.reprioritise(raised)
             if phase is not None:
                 self._take(state, cid, phase)
         if isinstance(event, ItemsPoisoned | ItemsSuspended | RunCancelled):

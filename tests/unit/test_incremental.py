@@ -8,6 +8,7 @@ over random trees and random sequences of events.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from bench.trees import synthetic_tree
 from pact_workers.models.tree import DecompositionTree, tree_from_data
-from pact_workers.models.work import ItemStatus, Phase
+from pact_workers.models.work import IN_FLIGHT, ROLE_FOR_PHASE, ItemStatus, Phase
 from scheduler.audit import AuditLog, read_events
 from scheduler.events import (
     ItemDispatched,
@@ -28,7 +29,7 @@ from scheduler.fold import fold
 from scheduler.launch import load_state
 from scheduler.lifecycle.guards import dependencies_met
 from scheduler.project import ProjectDir
-from scheduler.readiness import DISPATCHABLE, PHASE_ORDER, ReadyTracker
+from scheduler.readiness import DISPATCHABLE, PHASE_ORDER, PHASE_RANK, ReadyTracker
 from scheduler.snapshot import read_snapshot
 from scheduler.state import RunState, item_key
 from scheduler.state_index import StateIndex
@@ -89,6 +90,104 @@ def test_the_ready_set_kept_by_counters_equals_the_one_computed_from_scratch(
         status[key] = new
         tracker.set_status(key, new)
         assert set(tracker.ready()) == set(full_ready(graph, status, tracker.rank))
+
+
+def limited_ready(
+    graph: WorkGraph,
+    status: dict[tuple[str, Phase], ItemStatus],
+    rank: dict,
+    not_before: dict[tuple[str, Phase], float],
+    now: float,
+    *,
+    slots: int,
+    limits: dict[str, int],
+    phased: bool,
+) -> list[tuple[str, Phase]]:
+    """What ``ready(now)`` must return with a slot limit, from scratch: the candidates
+    due by ``now`` (in phased mode only up to the earliest phase with a candidate or
+    an item in flight), in priority order, cut to the free slots and the role limits."""
+    candidates = full_ready(graph, status, rank)
+    in_flight = [k for k in graph.keys if status[k] in IN_FLIGHT]
+    if phased:
+        live = [PHASE_RANK[k[1]] for k in [*candidates, *in_flight]]
+        lowest = min(live, default=None)
+        candidates = [k for k in candidates if lowest is None or PHASE_RANK[k[1]] <= lowest]
+    per_role = Counter(ROLE_FOR_PHASE[k[1]].value for k in in_flight)
+    chosen: list[tuple[str, Phase]] = []
+    for key in candidates:
+        if len(chosen) >= slots - len(in_flight):
+            break
+        role = ROLE_FOR_PHASE[key[1]].value
+        if not_before.get(key, 0.0) > now or per_role[role] >= limits.get(role, 10**9):
+            continue
+        per_role[role] += 1
+        chosen.append(key)
+    return chosen
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    size=st.integers(min_value=1, max_value=60),
+    branching=st.integers(min_value=1, max_value=6),
+    slots=st.integers(min_value=1, max_value=12),
+    limit=st.integers(min_value=1, max_value=4),
+    phased=st.booleans(),
+    seed=st.integers(min_value=0, max_value=10_000),
+)
+def test_the_ready_items_picked_from_the_heaps_equal_the_ones_sorted_from_scratch(
+    size: int, branching: int, slots: int, limit: int, phased: bool, seed: int
+) -> None:
+    """With a slot limit the tracker takes the best heads of its per-phase heaps; the
+    items and their order must be exactly those of sorting every candidate, whatever
+    happened before: statuses changed at random (dispatches included), retry times,
+    ranks raised along new edges, and all the ranks computed again."""
+    rng = random.Random(seed)
+    tree = tree_from_data(synthetic_tree(size, branching), "<t>")
+    graph = WorkGraph(tree)
+    limits = {rng.choice(list(ROLE_FOR_PHASE.values())).value: limit}
+    tracker = ReadyTracker(
+        graph.keys,
+        graph.prerequisite_map,
+        graph.dependents,
+        phased=phased,
+        max_concurrent=slots,
+        role_limits=limits,
+    )
+    tracker.rank = graph.rank()
+    status = dict.fromkeys(graph.keys, ItemStatus.PENDING)
+    not_before: dict[tuple[str, Phase], float] = {}
+    ids = sorted(tree.nodes)
+    weights = {p: rng.uniform(0.5, 3.0) for p in Phase}
+    for step in range(4 * len(graph.keys)):
+        now = float(step)
+        roll = rng.random()
+        if roll < 0.2 and len(ids) > 1:
+            cid, dep = rng.sample(ids, 2)
+            trial = WorkGraph(tree, {c: [*graph.dependencies[c]] for c in ids})
+            trial.add_dependency(cid, dep)
+            if _acyclic(trial):
+                for edge in graph.add_dependency(cid, dep):
+                    tracker.add_dependency(*edge)
+                    tracker.reprioritise(graph.raise_rank(tracker.rank, edge, weights))
+        elif roll < 0.22:
+            tracker.rank = graph.rank(weights)  # the phase means moved materially
+        elif roll < 0.45:
+            for key in tracker.ready(now):  # dispatched, as the run loop does
+                status[key] = ItemStatus.DISPATCHED
+                tracker.set_status(key, ItemStatus.DISPATCHED)
+        else:
+            key = rng.choice(graph.keys)
+            new = rng.choice([*STATUSES, ItemStatus.READY])
+            retry = now + rng.choice([-1.0, 2.0]) if rng.random() < 0.3 else None
+            status[key] = new
+            not_before.pop(key, None)
+            if retry is not None:
+                not_before[key] = retry
+            tracker.set_status(key, new, retry)
+        expected = limited_ready(
+            graph, status, tracker.rank, not_before, now, slots=slots, limits=limits, phased=phased
+        )
+        assert tracker.ready(now) == expected
 
 
 def _acyclic(graph: WorkGraph) -> bool:
