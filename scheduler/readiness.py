@@ -44,6 +44,8 @@ Order = tuple[float, int, str]
 DISPATCHABLE = frozenset({ItemStatus.PENDING, ItemStatus.READY})
 #: Statuses after which an item needs nothing more.
 TERMINAL = frozenset({ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED})
+#: The phases, in order (iterating the enum itself costs a generator each time).
+PHASES = tuple(Phase)
 #: Phase barriers for phase-locked scheduling (all contracts, then all tests, ...).
 PHASE_RANK = {Phase.CONTRACT: 0, Phase.TEST: 1, Phase.IMPLEMENT: 2, Phase.INTEGRATE: 3}
 PHASE_ORDER = PHASE_RANK
@@ -81,7 +83,9 @@ class ReadyTracker:
         self.running = 0
         self.running_by_rank: Counter[int] = Counter()
         #: Candidates per phase (what holds a phase barrier open).
-        self.candidates_by_phase: Counter[Phase] = Counter(k[1] for k in self.candidates)
+        self.candidates_by_phase: dict[Phase, int] = dict.fromkeys(Phase, 0)
+        for key in self.candidates:
+            self.candidates_by_phase[key[1]] += 1
         #: Items not done, failed or poisoned (what ``is_active`` asks about).
         self.unfinished = len(keys)
         #: Per phase, (order, key) of the candidates, least order first; entries of keys
@@ -116,15 +120,19 @@ class ReadyTracker:
         return (-self._rank.get(key, 0.0), PHASE_ORDER[key[1]], key[0])
 
     def _push(self, key: Key) -> None:
-        order = self._order(key)
+        if self.max_concurrent is None:
+            return  # no heaps without a slot limit: every candidate is returned
+        order = (-self._rank.get(key, 0.0), PHASE_ORDER[key[1]], key[0])
         if self._queued.get(key) != order:
             self._queued[key] = order
             heapq.heappush(self._heaps[key[1]], (order, key))
 
     def _rebuild(self) -> None:
         """The heaps again, from the candidates alone: O(candidates)."""
+        self._heaps = {p: [] for p in PHASES}
+        if self.max_concurrent is None:
+            return
         self._queued = {key: self._order(key) for key in self.candidates}
-        self._heaps = {p: [] for p in Phase}
         for key, order in self._queued.items():
             self._heaps[key[1]].append((order, key))
         for heap in self._heaps.values():
@@ -185,7 +193,8 @@ class ReadyTracker:
             if key not in self.candidates:
                 self.candidates[key] = None
                 self.candidates_by_phase[key[1]] += 1
-                self._push(key)
+                if self.max_concurrent is not None:
+                    self._push(key)
         elif key in self.candidates:
             del self.candidates[key]
             self.candidates_by_phase[key[1]] -= 1
@@ -194,9 +203,9 @@ class ReadyTracker:
 
     def ready(self, now: float | None = None) -> list[Key]:
         """Candidates allowed now, critical path first, cut to free slots and limits."""
-        phases = self._open_phases()
         if self.max_concurrent is None:
-            return self._all_allowed(phases, now)
+            return self._all_allowed(now)
+        phases = self._open_phases()
         free = self.max_concurrent - self.running
         per_role = Counter(self.running_by_role)
         chosen: list[Key] = []
@@ -224,18 +233,20 @@ class ReadyTracker:
         """The phases whose candidates may start: all of them, or in phased mode those
         up to the earliest phase with a candidate or an item in flight."""
         if not self.phased:
-            return list(Phase)
+            return list(PHASES)
         live = [PHASE_RANK[p] for p, n in self.candidates_by_phase.items() if n > 0]
         live += [r for r, n in self.running_by_rank.items() if n > 0]
         lowest_open = min(live, default=None)
-        return [p for p in Phase if lowest_open is None or PHASE_RANK[p] <= lowest_open]
+        return [p for p in PHASES if lowest_open is None or PHASE_RANK[p] <= lowest_open]
 
-    def _all_allowed(self, phases: list[Phase], now: float | None) -> list[Key]:
+    def _all_allowed(self, now: float | None) -> list[Key]:
         """Every candidate allowed now, in priority order (no slot limit)."""
+        phases = self._open_phases() if self.phased else PHASES
         allowed = [
             key
             for key in self.candidates
-            if key[1] in phases and (now is None or self.not_before.get(key, 0.0) <= now)
+            if (now is None or self.not_before.get(key, 0.0) <= now)
+            and (not self.phased or key[1] in phases)
         ]
         allowed.sort(key=self._order)
         per_role = Counter(self.running_by_role)

@@ -44,6 +44,7 @@ def test_scale_bench_runs_each_size_to_completion_and_reads_its_status(tmp_path:
         assert row["completed"] and row["status_ok"], row
         assert row["baselines"] == row["components"]
         assert row["cpu_ms_per_item"] > 0 and row["core_us_per_event"] > 0
+        assert row["core_slots_us_per_event"] > 0
         assert row["state_json_mb"] > 0 and row["log_mb"] > 0
     assert math.isfinite(rows[1]["growth_exponent"])
     # Its projects are removed when every size is measured.
