@@ -122,7 +122,7 @@ class ReadyTracker:
     def _push(self, key: Key) -> None:
         if self.max_concurrent is None:
             return  # no heaps without a slot limit: every candidate is returned
-        order = (-self._rank.get(key, 0.0), PHASE_ORDER[key[1]], key[0])
+        order = self._order(key)
         if self._queued.get(key) != order:
             self._queued[key] = order
             heapq.heappush(self._heaps[key[1]], (order, key))
@@ -199,7 +199,7 @@ class ReadyTracker:
             del self.candidates[key]
             self.candidates_by_phase[key[1]] -= 1
 
-    # -- the decision, O(candidates) ----------------------------------------------
+    # -- the decision (see the module docstring for its cost) -----------------------
 
     def ready(self, now: float | None = None) -> list[Key]:
         """Candidates allowed now, critical path first, cut to free slots and limits."""
