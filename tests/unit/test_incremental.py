@@ -76,20 +76,28 @@ def test_the_ready_set_kept_by_counters_equals_the_one_computed_from_scratch(
     ids = sorted(tree.nodes)
     for _ in range(4 * len(graph.keys)):
         if rng.random() < 0.1 and len(ids) > 1:
-            # A contract declares a dependency (skipped when it would close a cycle).
-            cid, dep = rng.sample(ids, 2)
-            trial = WorkGraph(tree, {c: [*graph.dependencies[c]] for c in ids})
-            trial.add_dependency(cid, dep)
-            if _acyclic(trial):
-                for edge in graph.add_dependency(cid, dep):
-                    tracker.add_dependency(*edge)
-                    graph.raise_rank(tracker.rank, edge, {p: 1.0 for p in Phase})
+            declare(graph, tracker, rng, {p: 1.0 for p in Phase})
             continue
         key = rng.choice(graph.keys)
         new = rng.choice(STATUSES)
         status[key] = new
         tracker.set_status(key, new)
         assert set(tracker.ready()) == set(full_ready(graph, status, tracker.rank))
+
+
+def declare(
+    graph: WorkGraph, tracker: ReadyTracker, rng: random.Random, weights: dict[Phase, float]
+) -> None:
+    """A contract declares a dependency on another component (skipped when it would
+    close a cycle): the graph, the tracker's counts and the raised ranks follow."""
+    ids = sorted(graph.tree.nodes)
+    cid, dep = rng.sample(ids, 2)
+    trial = WorkGraph(graph.tree, {c: [*graph.dependencies[c]] for c in ids})
+    trial.add_dependency(cid, dep)
+    if _acyclic(trial):
+        for edge in graph.add_dependency(cid, dep):
+            tracker.add_dependency(*edge)
+            tracker.reprioritise(graph.raise_rank(tracker.rank, edge, weights))
 
 
 def limited_ready(
@@ -162,13 +170,7 @@ def test_the_ready_items_picked_from_the_heaps_equal_the_ones_sorted_from_scratc
         now = float(step)
         roll = rng.random()
         if roll < 0.2 and len(ids) > 1:
-            cid, dep = rng.sample(ids, 2)
-            trial = WorkGraph(tree, {c: [*graph.dependencies[c]] for c in ids})
-            trial.add_dependency(cid, dep)
-            if _acyclic(trial):
-                for edge in graph.add_dependency(cid, dep):
-                    tracker.add_dependency(*edge)
-                    tracker.reprioritise(graph.raise_rank(tracker.rank, edge, weights))
+            declare(graph, tracker, rng, weights)
         elif roll < 0.22:
             tracker.rank = graph.rank(weights)  # the phase means moved materially
         elif roll < 0.45:
