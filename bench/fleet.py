@@ -333,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         "fleet": cpu_per_item(cpu["fleet"], args.items),
         "whole_path": cpu_per_item(cpu["whole"], whole_items),
     }
+    scheduler_ms = cpu_ms["whole_path"]["user"] + cpu_ms["whole_path"]["system"]
     result = {
         "items": args.items,
         "concurrency": args.concurrency,
@@ -350,15 +351,11 @@ def main(argv: list[str] | None = None) -> int:
         "scheduler_bookkeeping_ms_per_item": round(books_s / args.items * 1000, 3),
         "whole_path_items": whole_items,
         "whole_path_s_each": [round(x, 3) for x in whole_runs],
-        "whole_path_scheduler_cpu_ms_per_item": round(
-            cpu_ms["whole_path"]["user"] + cpu_ms["whole_path"]["system"], 3
-        ),
+        "whole_path_scheduler_cpu_ms_per_item": round(scheduler_ms, 3),
         "whole_path_items_per_s": round(whole_items / whole_s, 1),
         # What one scheduler could push with the workers and Redis on other machines:
         # one CPU's worth of its own CPU per item.
-        "whole_path_scheduler_ceiling_items_per_s": round(
-            1000 / (cpu_ms["whole_path"]["user"] + cpu_ms["whole_path"]["system"]), 1
-        ),
+        "whole_path_scheduler_ceiling_items_per_s": round(1000 / scheduler_ms, 1),
         "whole_path_overhead_ms_per_item": round(
             whole_s / whole_items * args.concurrency * 1000, 2
         ),

@@ -68,6 +68,7 @@ class ReadyTracker:
         phased: bool = False,
         max_concurrent: int | None = None,
         role_limits: Mapping[str, int] | None = None,
+        rank: dict[Key, float] | None = None,
     ) -> None:
         self.keys = keys
         self.prerequisites = prerequisites
@@ -90,10 +91,10 @@ class ReadyTracker:
         self.unfinished = len(keys)
         #: Per phase, (order, key) of the candidates, least order first; entries of keys
         #: no longer candidates, or whose order changed, are dropped when they surface.
-        self._heaps: dict[Phase, list[tuple[Order, Key]]] = {p: [] for p in Phase}
+        self._heaps: dict[Phase, list[tuple[Order, Key]]] = {}
         #: The order of each key's live heap entry.
         self._queued: dict[Key, Order] = {}
-        self._rank: dict[Key, float] = {}
+        self._rank: dict[Key, float] = {} if rank is None else rank
         self._rebuild()
 
     # -- priorities -------------------------------------------------------------
@@ -112,6 +113,8 @@ class ReadyTracker:
 
     def reprioritise(self, keys: Iterable[Key]) -> None:
         """``keys``' ranks were changed in place (raised along a new edge)."""
+        if self.max_concurrent is None:
+            return  # no heaps without a slot limit: every candidate is returned
         for key in keys:
             if key in self.candidates:
                 self._push(key)
@@ -120,8 +123,7 @@ class ReadyTracker:
         return (-self._rank.get(key, 0.0), PHASE_ORDER[key[1]], key[0])
 
     def _push(self, key: Key) -> None:
-        if self.max_concurrent is None:
-            return  # no heaps without a slot limit: every candidate is returned
+        """A heap entry for candidate ``key`` at its order, unless it has one."""
         order = self._order(key)
         if self._queued.get(key) != order:
             self._queued[key] = order

@@ -229,16 +229,15 @@ class WavefrontScheduler:
         self.tracker = self._new_tracker()
 
     def _new_tracker(self) -> ReadyTracker:
-        tracker = ReadyTracker(
+        return ReadyTracker(
             self.graph.keys,
             self.graph.prerequisite_map,
             self.graph.dependents,
             phased=self.mode is SchedulingMode.PHASED,
             max_concurrent=self.max_concurrent_agents,
             role_limits=self.role_limits,
+            rank=self.graph.rank(self.phase_seconds),
         )
-        tracker.rank = self.graph.rank(self.phase_seconds)
-        return tracker
 
     # -- the seed's API -------------------------------------------------------
 

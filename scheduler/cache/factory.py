@@ -151,8 +151,6 @@ def embedded_cache(
         return None
     try:
         return from_config(environ=env)
-    except CacheError as exc:
-        if env.get(CACHE_DIR_ENV):
-            raise InputError(str(exc)) from exc
+    except CacheError as exc:  # the default directory: PACT_CACHE_DIR was checked above
         warnings.append(f"running without the action cache: {exc}")
         return None

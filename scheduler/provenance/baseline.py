@@ -113,15 +113,28 @@ def hash_tree(root: Path) -> str:
     out: running the tests by hand must not look like an edit). Directories that are
     symbolic links are not entered; files that are, are read."""
     top = os.fspath(root)
-    if not os.path.isdir(top) or "__pycache__" in Path(top).parts:
+    if not os.path.isdir(top):
         return ""
     files: dict[str, bytes] = {}
-    # Plain strings: pathlib's rglob was most of a promotion's hashing.
-    for rel, entry in files_below(top, skip="__pycache__"):
-        if entry.is_file() and not _compiled(entry.name):
-            with open(entry.path, "rb") as fh:
-                files[rel] = fh.read()
+    for rel, entry in verified_files(top):
+        with open(entry.path, "rb") as fh:
+            files[rel] = fh.read()
     return hash_files(files)
+
+
+def verified_files(
+    root: str, on_dir: Callable[[str, str], None] | None = None
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """The files under ``root`` a verification covers, what :func:`hash_tree` reads and
+    the stat signature records: every file but the interpreter's caches (``__pycache__``
+    and compiled modules), nothing under a linked directory. ``on_dir`` as for
+    :func:`files_below`."""
+    if "/__pycache__/" in f"/{root}/":
+        return  # nothing under a cache is verified
+    # Plain strings: pathlib's rglob was most of a promotion's hashing.
+    for rel, entry in files_below(root, skip="__pycache__", on_dir=on_dir):
+        if entry.is_file() and not _compiled(entry.name):
+            yield rel, entry
 
 
 def files_below(
@@ -156,10 +169,8 @@ def _compiled(name: str) -> bool:
 
 def _stat_tree(root: str, prefix: str, out: dict[str, tuple[int, int]]) -> None:
     """(size, mtime_ns) of the files :func:`hash_tree` reads, by ``prefix`` + name, and
-    (0, mtime_ns) of the directories holding them, by ``prefix`` + path + ``/``. The
+    (0, mtime_ns) of the directories holding them, by ``prefix`` + path + ``/``: the
     same walk as :func:`hash_tree`'s, so a file it reads is always in the signature."""
-    if "/__pycache__/" in f"/{root}/":
-        return  # as hash_tree: nothing under a cache is verified
 
     def listed(at: str, path: str) -> None:
         # Before the entries are read: a file added while they are has changed it.
@@ -168,10 +179,9 @@ def _stat_tree(root: str, prefix: str, out: dict[str, tuple[int, int]]) -> None:
         except OSError:
             pass
 
-    for rel, entry in files_below(root, skip="__pycache__", on_dir=listed):
-        if entry.is_file() and not _compiled(entry.name):
-            info = entry.stat()
-            out[prefix + rel] = (info.st_size, info.st_mtime_ns)
+    for rel, entry in verified_files(root, on_dir=listed):
+        info = entry.stat()
+        out[prefix + rel] = (info.st_size, info.st_mtime_ns)
 
 
 def file_stats(project_dir: Path, component_id: str) -> dict[str, tuple[int, int]]:
