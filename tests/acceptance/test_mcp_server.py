@@ -231,7 +231,8 @@ def post(port: int, headers: dict[str, str]) -> tuple[int, bytes]:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+        with exc:
+            return exc.code, exc.read()
 
 
 def test_http_requires_the_bearer_token(http_server: tuple[int, str]) -> None:

@@ -41,7 +41,8 @@ def wait_http(url: str, proc: Proc, timeout_s: float = 60) -> None:
         try:
             urllib.request.urlopen(url, timeout=5).close()
             return
-        except urllib.error.HTTPError:
+        except urllib.error.HTTPError as exc:
+            exc.close()  # its socket, else a garbage cycle finalises it unclosed later
             return  # it answers (401 without credentials)
         except OSError:
             time.sleep(0.3)
@@ -76,6 +77,7 @@ def test_flower_lists_workers_and_the_runs_tasks(
         wait_http(f"{base}/api/workers", flower)
         with pytest.raises(urllib.error.HTTPError) as denied:
             get(f"{base}/api/workers", auth=None)
+        denied.value.close()
         assert denied.value.code == 401
 
         project = tmp_path / "project"
