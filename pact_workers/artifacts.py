@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
-from pact_workers.errors import ArtifactError
+from pact_workers.errors import ArtifactError, CorruptArtifact
 from pact_workers.files import atomic_write, deferred_sync
 from pact_workers.sandbox.base import safe_relpath
 
@@ -315,6 +315,16 @@ class DirectoryBlobStore:
         self._remember(digest)
         return digest
 
+    def mend_blob(self, data: bytes) -> str:
+        """Write ``data`` over the copy on disk whatever its size (a copy read as
+        corrupt: its size may still be right)."""
+        digest = digest_bytes(data)
+        atomic_write(self._path(digest), data, fsync=not self.deferred)
+        if self.deferred:
+            deferred_sync.wrote(self._root)
+        self._remember(digest)
+        return digest
+
     def _remember(self, digest: str) -> None:
         if len(self._known) >= self.KNOWN:
             self._known.clear()
@@ -333,7 +343,7 @@ class DirectoryBlobStore:
         except FileNotFoundError:
             raise ArtifactError(f"artifact {digest} is not in the store") from None
         if digest_bytes(data) != digest:
-            raise ArtifactError(f"artifact {digest} is corrupt on disk ({path})")
+            raise CorruptArtifact(f"artifact {digest} is corrupt on disk ({path})")
         self._remember(digest)
         return data
 

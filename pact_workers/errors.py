@@ -31,6 +31,10 @@ class ArtifactError(InputError):
     """An artifact that is malformed, too large, or escapes its workspace."""
 
 
+class CorruptArtifact(ArtifactError):
+    """A stored copy of a blob whose bytes no longer hash to its name."""
+
+
 class RunDirError(InputError, ValueError):
     """A project directory that is not in the state the command needs."""
 

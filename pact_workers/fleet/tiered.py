@@ -12,11 +12,19 @@ Blobs in Redis expire (``PACT_ARTIFACT_TTL_S`` after their last write). What a t
 names that the scheduler did not just write (a contract, a test suite) it *refreshes*:
 the sync renews it in Redis with the writes, and writes it again from the local tier
 only if Redis no longer has it.
+
+A local copy that reads corrupt (a bit flipped on disk, a file cut short) is
+replaced by Redis's copy when Redis has a good one.
 """
 
 from __future__ import annotations
 
+import logging
+
 from pact_workers.artifacts import BlobStore, digest_bytes
+from pact_workers.errors import ArtifactError, CorruptArtifact
+
+log = logging.getLogger(__name__)
 
 
 class TieredBlobStore:
@@ -53,7 +61,11 @@ class TieredBlobStore:
 
     def get_blobs(self, digests: list[str]) -> list[bytes]:
         """Several blobs: local ones from disk, the rest from Redis in one round trip."""
-        found = {d: self.local.get_blob(d) for d in digests if self.local.has_blob(d)}
+        found = {}
+        for digest in dict.fromkeys(digests):
+            data = self._local_copy(digest)
+            if data is not None:
+                found[digest] = data
         missing = [d for d in dict.fromkeys(digests) if d not in found]
         if missing:
             get_many = getattr(self.remote, "get_blobs", None)
@@ -83,11 +95,37 @@ class TieredBlobStore:
         return got
 
     def get_blob(self, digest: str) -> bytes:
-        if self.local.has_blob(digest):
-            return self.local.get_blob(digest)
+        data = self._local_copy(digest)
+        if data is not None:
+            return data
         data = self.remote.get_blob(digest)
         self.local.put_blob(data)
         return data
+
+    def _local_copy(self, digest: str) -> bytes | None:
+        """The local tier's copy, or None when it has none. A copy that reads corrupt
+        is written again from Redis's, and those bytes are returned.
+
+        Raises:
+            CorruptArtifact: the local copy is corrupt and Redis has no good one.
+        """
+        if not self.local.has_blob(digest):
+            return None
+        try:
+            return self.local.get_blob(digest)
+        except CorruptArtifact as corrupt:
+            try:
+                data = self.remote.get_blob(digest)
+            except ArtifactError as lost:
+                raise CorruptArtifact(f"{corrupt}, and Redis has no good copy: {lost}") from None
+            getattr(self.local, "mend_blob", self.local.put_blob)(data)
+            log.warning("%s: written again from the Redis artifact store's copy", corrupt)
+            return data
+
+    def _held(self, digest: str) -> bytes:
+        """The local tier's copy (mended from Redis if corrupt), or its refusal."""
+        data = self._local_copy(digest)
+        return self.local.get_blob(digest) if data is None else data
 
     def refresh_blobs(self, digests: list[str]) -> None:
         """Make sure Redis has blobs the scheduler holds, for another TTL (workers read
@@ -112,11 +150,11 @@ class TieredBlobStore:
         remote store can; what Redis lost is then written again from the local tier."""
         put_and_renew = getattr(self.remote, "put_and_renew", None)
         if put_and_renew is None:  # a remote store without expiry: write them all
-            self._send([*blobs, *(self.local.get_blob(d) for d in renew)])
+            self._send([*blobs, *(self._held(d) for d in renew)])
             return
         gone = put_and_renew(blobs, renew)
         if gone:
-            self._send([self.local.get_blob(d) for d in gone])
+            self._send([self._held(d) for d in gone])
 
     def has_blob(self, digest: str) -> bool:
         return self.local.has_blob(digest) or self.remote.has_blob(digest)
