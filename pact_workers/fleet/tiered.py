@@ -61,12 +61,14 @@ class TieredBlobStore:
 
     def get_blobs(self, digests: list[str]) -> list[bytes]:
         """Several blobs: local ones from disk, the rest from Redis in one round trip."""
-        found = {}
+        found: dict[str, bytes] = {}
+        missing: list[str] = []
         for digest in dict.fromkeys(digests):
             data = self._local_copy(digest)
-            if data is not None:
+            if data is None:
+                missing.append(digest)
+            else:
                 found[digest] = data
-        missing = [d for d in dict.fromkeys(digests) if d not in found]
         if missing:
             get_many = getattr(self.remote, "get_blobs", None)
             fetched = get_many(missing) if get_many is not None else None
