@@ -100,6 +100,7 @@ def whole_path_items(
     where: str,
     packed: list[int] | None = None,
     max_pack: int = MAX_PACK,
+    steps: list[tuple[int, int]] | None = None,
 ) -> tuple[float, float, float]:
     """The whole path: a real run (RunController: audit log with group commit, state,
     ready set, inputs, promotion) over the fleet, driving the contracts and the test
@@ -112,7 +113,7 @@ def whole_path_items(
     The system time is mostly the file system's (a run writes about seven files per
     item), and varies with its state more than anything else here. ``packed``: gets
     the attempts that travelled in packs appended; ``max_pack`` 1 sends none (see
-    scheduler.executors.packing)."""
+    scheduler.executors.packing). ``steps``: gets (loop steps, results) appended."""
     from pact_workers.models.tree import tree_from_data
     from scheduler.executors.celery_executor import CeleryExecutor
     from scheduler.launch import start_run
@@ -146,7 +147,7 @@ def whole_path_items(
     controller.open()
     try:
         started, times = time.perf_counter(), os.times()
-        first = 0
+        first = turns = handled = 0
         results: list[Any] = [None]
         while True:
             items_of = controller.state.items
@@ -163,6 +164,7 @@ def whole_path_items(
                     )
             controller.dispatch_ready()
             results = executor.poll(0.2)
+            turns, handled = turns + 1, handled + len(results)
             controller.prefetch(results)
             for result in results:
                 controller.handle(result)
@@ -171,6 +173,8 @@ def whole_path_items(
         wall, now = time.perf_counter() - started, os.times()
         if packed is not None:
             packed.append(executor.fleet.packer.packed_attempts)
+        if steps is not None:
+            steps.append((turns, handled))
         return wall, now.user - times.user, now.system - times.system
     finally:
         controller.close()

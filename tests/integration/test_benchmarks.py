@@ -166,3 +166,22 @@ def docker_sandbox_ready() -> None:
 
     with docker_sandbox():
         pass
+
+
+@pytest.mark.redis
+@pytest.mark.timeout(300)
+def test_batching_bench_counts_each_runs_steps_and_results_at_each_slot_count(
+    redis_url: str,
+) -> None:
+    found = bench(
+        "batching.py", "--items", "40", "--slots", "4", "16", "--rounds", "1", "--broker", redis_url
+    )
+    assert [row["slots"] for row in found["rows"]] == [4, 16]
+    for run in found["runs"]:
+        # A flat tree of 20 components, contract and test suite each: 40 results.
+        assert run["results"] == 40 and run["steps"] >= 1
+        assert run["cpu_ms_per_item"] > 0 and run["cpu_ms_per_step"] > 0
+    # A step handles at most the results of the attempts in flight: its slots' worth.
+    for run in found["runs"]:
+        assert run["steps"] >= 40 / run["slots"] and run["results_per_step"] <= run["slots"]
+    assert set(found["fit"]) == {"cpu_ms_per_step", "cpu_ms_per_item", "ceiling_items_per_s"}
