@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import time
 import traceback
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "docker_exceptions",
     "exit_status",
     "kill_container",
+    "oom_killed",
     "owner_id",
     "remove_container",
     "sweep_containers",
@@ -139,6 +141,44 @@ def _close_leaked_sockets(exc: BaseException) -> None:
                 if isinstance(value, socket.socket):
                     value.close()
         current = current.__cause__ or current.__context__
+
+
+#: How long the engine's ``oom`` event is waited for when a command died of SIGKILL
+#: (exit 137) and the container's OOM flag is false: under load the engine may take
+#: the kernel's OOM event after the exit, and Docker 20.10 then logs the event but
+#: never sets the flag.
+OOM_EVENT_WAIT_S = 1.0
+
+
+def oom_killed(
+    container: Any,
+    code: int,
+    *,
+    timed_out: bool,
+    started: float,
+    wait_s: float = OOM_EVENT_WAIT_S,
+) -> bool:
+    """Whether the kernel killed the container's command for its memory limit: the
+    engine's ``State.OOMKilled`` (``container.attrs`` as last reloaded), or, for a
+    command that died of SIGKILL that the sandbox did not send (not ``timed_out``), an
+    ``oom`` event of the container since ``started`` (epoch seconds) within ``wait_s``.
+    Neither shows an OOM kill the engine missed altogether (also seen under load)."""
+    if timed_out:
+        return False
+    if container.attrs.get("State", {}).get("OOMKilled"):
+        return True
+    if code != _SIGNAL_EXIT_BASE + signal.SIGKILL:
+        return False
+    events = container.client.api.events(
+        since=int(started) - 1,
+        until=int(time.time() + wait_s) + 1,
+        filters={"container": container.id, "event": "oom"},
+        decode=True,
+    )
+    try:
+        return any(True for _ in events)
+    finally:
+        events.close()
 
 
 def kill_container(container: Any) -> None:

@@ -57,6 +57,7 @@ from pact_workers.sandbox.containers import (
     container_options,
     exit_status,
     kill_container,
+    oom_killed,
     owner_id,
     remove_container,
     sweep_containers,
@@ -327,7 +328,7 @@ class DockerSandbox:
             err = Tail(request.max_output_bytes)
             with ClosingStream(stream) as raw, docker_errors("running a sandbox container"):
                 container.start()
-                started = time.monotonic()
+                started, began = time.monotonic(), time.time()
                 try:
                     finished = pump(
                         raw, out, err, deadline=started + request.timeout_s, cancel=cancel
@@ -349,7 +350,8 @@ class DockerSandbox:
                 container.reload()
             state = container.attrs.get("State", {})
             exit_code = int(status.get("StatusCode", state.get("ExitCode", -1)))
-            oom_killed = bool(state.get("OOMKilled")) and not timed_out
+            with docker_errors("waiting for a sandbox container's memory verdict"):
+                oomed = oom_killed(container, exit_code, timed_out=timed_out, started=began)
             if exit_code == 127 and b"[FATAL tini" in err.data():
                 raise SandboxError(
                     f"cannot start {argv[0]!r}: {err.data().decode('utf-8', 'replace').strip()}"
@@ -362,7 +364,7 @@ class DockerSandbox:
                 stderr_tail=err.data(),
                 duration_s=duration_s,
                 timed_out=timed_out,
-                oom_killed=oom_killed,
+                oom_killed=oomed,
                 files=collected,
             )
         finally:
