@@ -24,19 +24,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.fleet import fleet_items, fleet_worker_command, whole_path_items  # noqa: E402
-from bench.processes import Broker, given_redis, private_redis, worker  # noqa: E402
+from bench.fleet import whole_path_items  # noqa: E402
+from bench.fleet_growth import add_fleet_options, whole_path_fleet  # noqa: E402
 
 
 def fit_line(points: list[tuple[float, float]]) -> tuple[float, float] | None:
@@ -80,8 +77,9 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
             row[key] = round(statistics.median(r[key] for r in mine), 3)
         rows.append(row)
     line = fit_line([(r["results_per_step"], r["cpu_ms_per_step"]) for r in runs])
-    fit: dict[str, Any] = {"cpu_ms_per_step": None, "cpu_ms_per_item": None}
-    fit["ceiling_items_per_s"] = None
+    fit: dict[str, Any] = dict.fromkeys(
+        ("cpu_ms_per_step", "cpu_ms_per_item", "ceiling_items_per_s")
+    )
     if line is not None:
         per_step, per_item = line
         fit["cpu_ms_per_step"], fit["cpu_ms_per_item"] = round(per_step, 3), round(per_item, 3)
@@ -95,35 +93,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=3000)
     parser.add_argument("--slots", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds")
-    parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--broker")
-    parser.add_argument("--dir", help="where the runs' projects are made (see bench/fleet.py)")
-    parser.add_argument("--json", action="store_true")
+    add_fleet_options(parser)
     args = parser.parse_args(argv)
     slot_counts = sorted(set(args.slots))
     if args.items < 4 or args.rounds < 1 or slot_counts[0] < 1:
         parser.error("give at least 4 items, one round and one slot")
 
-    redis_: Broker
     runs: list[dict[str, Any]] = []
-    with private_redis() if args.broker is None else given_redis(args.broker) as redis_:
-        env = {**os.environ, "PACT_BROKER_URL": redis_.url, "PYTHONPATH": str(REPO)}
-        logs = Path(tempfile.mkdtemp(prefix="bench-batching-"))
-        with worker(fleet_worker_command(redis_.url, args.concurrency), env, logs / "w.log", REPO):
-            fleet_items(redis_.url, min(100, args.items))  # warm up the pool
-            # Removed only at the end, as in bench/fleet.py.
-            projects = tempfile.mkdtemp(prefix="bench-batching-", dir=args.dir)
-            try:
-                for _ in range(args.rounds):
-                    for slots in slot_counts:
-                        steps: list[tuple[int, int]] = []
-                        wall, user, system = whole_path_items(
-                            redis_.url, args.items, slots, projects, steps=steps
-                        )
-                        turns, results = steps[0]
-                        runs.append(run_row(slots, results, wall, user, system, turns))
-            finally:
-                shutil.rmtree(projects, ignore_errors=True)
+    with whole_path_fleet(args, args.items, "batching") as (broker, projects):
+        for _ in range(args.rounds):
+            for slots in slot_counts:
+                steps: list[tuple[int, int]] = []
+                wall, user, system = whole_path_items(
+                    broker, args.items, slots, projects, steps=steps
+                )
+                turns, results = steps[0]
+                runs.append(run_row(slots, results, wall, user, system, turns))
     found = {"items": args.items, "concurrency": args.concurrency, **summary(runs)}
     if args.json:
         print(json.dumps(found, indent=2))

@@ -19,6 +19,7 @@ Without --broker it starts a private redis-server on a free port (needs the bina
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -26,6 +27,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,14 +66,41 @@ def rows_of(runs: dict[int, list[tuple[float, float, float]]]) -> list[dict[str,
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds; medians")
+def add_fleet_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a bench that drives the whole path over its own worker."""
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--broker")
     parser.add_argument("--dir", help="where the runs' projects are made (see bench/fleet.py)")
     parser.add_argument("--json", action="store_true")
+
+
+@contextlib.contextmanager
+def whole_path_fleet(
+    args: argparse.Namespace, warm_up: int, name: str
+) -> Iterator[tuple[str, str]]:
+    """A Redis (``--broker``, else a private one) and a warmed-up ``pact worker`` of
+    ``--concurrency`` processes: yields the broker's URL and the directory the runs'
+    projects go in, removed only at the end, as in bench/fleet.py (creating files is
+    slow for minutes after a removal of many on some file systems)."""
+    redis_: Broker
+    with private_redis() if args.broker is None else given_redis(args.broker) as redis_:
+        env = {**os.environ, "PACT_BROKER_URL": redis_.url, "PYTHONPATH": str(REPO)}
+        logs = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
+        command = fleet_worker_command(redis_.url, args.concurrency)
+        with worker(command, env, logs / "worker.log", REPO):
+            fleet_items(redis_.url, min(100, warm_up))  # warm up the pool
+            projects = tempfile.mkdtemp(prefix=f"bench-{name}-", dir=args.dir)
+            try:
+                yield redis_.url, projects
+            finally:
+                shutil.rmtree(projects, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds; medians")
+    add_fleet_options(parser)
     args = parser.parse_args(argv)
     sizes = sorted(set(args.sizes))
     if sizes[0] < 4 or args.rounds < 1:
@@ -79,25 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     # A flat tree of n // 2 components makes 2 * (n // 2) items: ask for even sizes.
     sizes = [2 * (size // 2) for size in sizes]
 
-    redis_: Broker
     runs: dict[int, list[tuple[float, float, float]]] = {size: [] for size in sizes}
-    with private_redis() if args.broker is None else given_redis(args.broker) as redis_:
-        env = {**os.environ, "PACT_BROKER_URL": redis_.url, "PYTHONPATH": str(REPO)}
-        logs = Path(tempfile.mkdtemp(prefix="bench-growth-"))
-        command = fleet_worker_command(redis_.url, args.concurrency)
-        with worker(command, env, logs / "worker.log", REPO):
-            fleet_items(redis_.url, min(100, sizes[0]))  # warm up the pool
-            # Removed only at the end, as in bench/fleet.py: creating files is slow for
-            # minutes after a removal of many on this file system.
-            projects = tempfile.mkdtemp(prefix="bench-growth-", dir=args.dir)
-            try:
-                for _ in range(args.rounds):
-                    for size in sizes:
-                        runs[size].append(
-                            whole_path_items(redis_.url, size, 4 * args.concurrency, projects)
-                        )
-            finally:
-                shutil.rmtree(projects, ignore_errors=True)
+    with whole_path_fleet(args, sizes[0], "growth") as (broker, projects):
+        for _ in range(args.rounds):
+            for size in sizes:
+                runs[size].append(whole_path_items(broker, size, 4 * args.concurrency, projects))
     rows = rows_of(runs)
     if args.json:
         print(json.dumps({"concurrency": args.concurrency, "rows": rows}, indent=2))

@@ -15,6 +15,7 @@ from scheduler.launch import load_state
 from scheduler.project import ProjectDir
 from tests.integration.fleet import Fleet
 from tests.integration.test_fleet_faults import run_args
+from tests.integration.test_gates_fleet import gated_project
 from tests.integration.test_service import ALL_ROLES
 from tests.unit.test_tiered_store import flip_first_byte
 
@@ -27,9 +28,7 @@ SOURCE = "src/ast_nodes.py"
 def test_a_fleet_run_mends_a_corrupt_project_artifact_from_redis_and_completes(
     redis_url: str, example: Path, tmp_path: Path
 ) -> None:
-    project_dir = tmp_path / "project"
-    project_dir.mkdir()
-    (project_dir / "pact.yaml").write_text("review: gated\n")
+    project_dir = gated_project(tmp_path / "project")
     project = ProjectDir(project_dir)
     with Fleet(redis_url, tmp_path / "logs") as fleet:
         fleet.worker("w", roles=ALL_ROLES, concurrency=4)

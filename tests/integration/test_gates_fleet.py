@@ -50,6 +50,13 @@ def wait_for_state(
     raise AssertionError(f"run {run_id} never {wanted}: {runs(broker)}\n{fleet.logs()}")
 
 
+def gated_project(path: Path) -> Path:
+    """A new project directory whose pact.yaml sets ``review: gated``."""
+    path.mkdir()
+    (path / "pact.yaml").write_text("review: gated\n")
+    return path
+
+
 def pact(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(pact_argv(*args), capture_output=True, text=True, timeout=120)
 
@@ -116,9 +123,7 @@ def test_review_gated_on_the_fleet_pauses_and_approve_and_reject_hand_the_run_ba
 def test_review_requests_through_redis_are_taken_once_and_only_for_waiting_items(
     redis_url: str, tmp_path: Path, example: Path
 ) -> None:
-    project = tmp_path / "p"
-    project.mkdir()
-    (project / "pact.yaml").write_text("review: gated\n")
+    project = gated_project(tmp_path / "p")
     done = pact(
         "run",
         str(example / "tree.json"),
@@ -150,9 +155,7 @@ def test_review_requests_through_redis_are_taken_once_and_only_for_waiting_items
 def test_the_scheduler_driving_a_run_applies_a_decision_sent_through_redis(
     redis_url: str, tmp_path: Path, example: Path
 ) -> None:
-    project_dir = tmp_path / "p"
-    project_dir.mkdir()
-    (project_dir / "pact.yaml").write_text("review: gated\n")
+    project_dir = gated_project(tmp_path / "p")
     done = pact(
         "run",
         str(example / "tree.json"),
