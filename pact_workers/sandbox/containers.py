@@ -1,4 +1,5 @@
-"""Sandbox containers on the Docker engine: connecting, labels, killing, removing, sweeping.
+"""Sandbox containers on the Docker engine: connecting, labels, killing, removing, sweeping,
+and telling an out-of-memory kill.
 
 Every sandbox container (and its workspace volume) carries ``pact-fleet=sandbox`` and
 the ``host:pid`` of the process that owns it, so a sweep can remove what a dead owner
