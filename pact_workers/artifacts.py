@@ -279,14 +279,26 @@ class DirectoryBlobStore:
     again costs no system call (a run stores the same specs and contracts for many
     dispatches); at most :attr:`KNOWN` of them, forgotten all at once beyond that (a
     run of 10,000 components writes hundreds of thousands of blobs).
+
+    The bytes of the blobs stored or read last are kept too, up to :attr:`RECENT_BYTES`
+    in all: a run reads back what it has just stored (a result's files at its check,
+    then at its promotion; a contract at each dependent's dispatch), and each such
+    read was a file's open, read and hash. Bytes kept were hashed to their digest, so
+    serving them again is as safe as reading the file; a copy corrupted on disk since
+    is found by the next reader that does not hold it.
     """
 
     KNOWN = 1 << 16
+    #: Bytes of recent blobs kept, in all; a blob larger than an eighth of it is not.
+    RECENT_BYTES = 4 << 20
 
     def __init__(self, root: Path, *, deferred: bool = False) -> None:
         self.root = Path(root)
         self._root = str(self.root)
         self._known: set[str] = set()
+        self._recent: OrderedDict[str, bytes] = OrderedDict()
+        self._recent_bytes = 0
+        self._recent_lock = threading.Lock()
         #: Write blobs without an fsync each; :meth:`sync` makes them durable at once
         #: (the run loop calls it before it commits events that name them), with one
         #: sync of the file system (``files.deferred_sync``).
@@ -301,6 +313,7 @@ class DirectoryBlobStore:
     def put_blob(self, data: bytes) -> str:
         hexd = hashlib.sha256(data).hexdigest()
         digest = "sha256:" + hexd
+        self._keep(digest, data)
         if digest in self._known:
             return digest
         path = f"{self._root}/{hexd[:2]}/{hexd}"  # a digest of our own making
@@ -323,6 +336,7 @@ class DirectoryBlobStore:
         if self.deferred:
             deferred_sync.wrote(self._root)
         self._remember(digest)
+        self._keep(digest, data)
         return digest
 
     def _remember(self, digest: str) -> None:
@@ -335,7 +349,22 @@ class DirectoryBlobStore:
         deferred writes of this process went to (the project's promoted files too)."""
         deferred_sync.sync()
 
+    def _keep(self, digest: str, data: bytes) -> None:
+        if len(data) > self.RECENT_BYTES >> 3:
+            return
+        with self._recent_lock:
+            if digest in self._recent:
+                self._recent.move_to_end(digest)
+                return
+            self._recent[digest] = data
+            self._recent_bytes += len(data)
+            while self._recent_bytes > self.RECENT_BYTES:
+                self._recent_bytes -= len(self._recent.popitem(last=False)[1])
+
     def get_blob(self, digest: str) -> bytes:
+        data = self._recent.get(digest)
+        if data is not None:
+            return data
         path = self._path(digest)
         try:
             with open(path, "rb") as fh:
@@ -345,6 +374,7 @@ class DirectoryBlobStore:
         if digest_bytes(data) != digest:
             raise CorruptArtifact(f"artifact {digest} is corrupt on disk ({path})")
         self._remember(digest)
+        self._keep(digest, data)
         return data
 
     def has_blob(self, digest: str) -> bool:

@@ -186,6 +186,34 @@ def test_a_blob_cut_short_on_disk_is_written_again_when_stored(tmp_path: Path) -
         again.get_blob(digest)
     assert again.put_blob(b"the verified output\n") == digest
     assert again.get_blob(digest) == b"the verified output\n"
+    assert path.read_bytes() == b"the verified output\n"
+
+
+def test_blobs_stored_or_read_last_are_served_from_memory_within_their_bound(
+    tmp_path: Path,
+) -> None:
+    """A run reads back what it has just stored: those reads cost no file, up to the
+    store's bound in bytes; a blob past it, or too large to keep, is read from disk."""
+    blobs = DirectoryBlobStore(tmp_path / "blobs", deferred=True)
+    blobs.RECENT_BYTES = 1024
+    first = blobs.put_blob(b"a" * 100)
+    os.unlink(blobs._path(first))
+    assert blobs.get_blob(first) == b"a" * 100  # no file needed
+    large = blobs.put_blob(b"L" * 200)  # over an eighth of the bound: not kept
+    os.unlink(blobs._path(large))
+    with pytest.raises(ArtifactError, match="not in the store"):
+        blobs.get_blob(large)
+    for n in range(10):  # 1,000 bytes more: the first goes
+        blobs.put_blob(bytes([n]) * 100)
+    with pytest.raises(ArtifactError, match="not in the store"):
+        blobs.get_blob(first)
+    assert blobs._recent_bytes <= 1024
+
+    reader = DirectoryBlobStore(tmp_path / "blobs")  # another process's store
+    last = blobs.put_blob(b"z" * 100)
+    assert reader.get_blob(last) == b"z" * 100  # read from its file, hashed
+    os.unlink(reader._path(last))
+    assert reader.get_blob(last) == b"z" * 100
 
 
 _PART = st.sampled_from(["a", "b.py", ".", "..", "", "...", ".x", "src"])
