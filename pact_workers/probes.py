@@ -70,7 +70,7 @@ def probe_imports(
     last = result.stdout.strip().splitlines()[-1:] if result.stdout.strip() else []
     try:
         found = json.loads(last[0]) if last and not result.timed_out else None
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number too long to convert
         found = None
     if not isinstance(found, dict):
         raise VerificationError(
@@ -86,7 +86,7 @@ def spec_component_ids(spec: Mapping[str, bytes]) -> set[str]:
     its dependencies (names a contract may use that are certainly no module to probe)."""
     try:
         doc = json.loads(spec.get("component.json", b"{}"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except ValueError:  # not JSON or not UTF-8, or a number too long to convert
         return set()
     if not isinstance(doc, dict):
         return set()

@@ -22,7 +22,7 @@ from pydantic import (
 from pact_workers.agents.factory import AgentsSettings
 from pact_workers.agents.pricing import Price
 from pact_workers.errors import SettingsError
-from pact_workers.models.documents import given, read_input_file
+from pact_workers.models.documents import given, parse_value_problem, read_input_file
 from pact_workers.models.environment import EnvironmentSpec
 from scheduler.budget import BudgetSettings
 from scheduler.cache.base import CacheMode
@@ -159,6 +159,8 @@ def load_settings(path: Path, **overrides: Any) -> Settings:
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise SettingsError(f"{path}: cannot be parsed: {exc}") from exc
+        except ValueError as exc:  # a value YAML cannot convert: a giant number, a bad date
+            raise SettingsError(f"{path}: cannot be parsed: {parse_value_problem(exc)}") from None
         except RecursionError:
             raise SettingsError(f"{path}: nested deeper than the parser allows") from None
         if loaded is not None and not isinstance(loaded, dict):

@@ -4,8 +4,9 @@ Every such file is read the same careful way: a regular file only (a device or
 a pipe would be read forever), of bounded size, parsed as JSON or YAML with
 duplicate keys refused (both formats silently keep the last one otherwise;
 YAML merge keys are defaults, not duplicates), and input nested deeper than the
-parser allows is an error, not a crash. Errors are :class:`TreeError` (an input
-error) naming the file.
+parser allows is an error, not a crash; so is a value the parser cannot convert (a
+number of more digits than Python converts, a date such as 2020-13-45). Errors are
+:class:`TreeError` (an input error) naming the file.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import errno
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from pact_workers.errors import InputError, TreeError
 __all__ = [
     "given",
     "parse_tree_text",
+    "parse_value_problem",
     "read_input_file",
     "read_json_input",
     "validation_problems",
@@ -65,6 +68,8 @@ def read_json_input(path: Path, max_bytes: int) -> tuple[bytes, Any]:
         raise InputError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: invalid JSON: {exc}") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: invalid JSON: {parse_value_problem(exc)}") from None
     except RecursionError:
         raise InputError(f"{path}: nested deeper than the parser allows") from None
     except OSError as exc:
@@ -100,6 +105,8 @@ def _parse(text: str, where: str, *, yaml_format: bool) -> Any:
             raise TreeError(f"{where}: {exc}") from exc
         except yaml.YAMLError as exc:
             raise TreeError(f"{where}: invalid YAML{_yaml_position(exc)}") from exc
+        except ValueError as exc:
+            raise TreeError(f"{where}: invalid YAML: {parse_value_problem(exc)}") from None
     try:
         return json.loads(text, object_pairs_hook=_no_duplicate_pairs)
     except _DuplicateKey as exc:
@@ -108,6 +115,20 @@ def _parse(text: str, where: str, *, yaml_format: bool) -> Any:
         raise TreeError(
             f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from exc
+    except ValueError as exc:
+        raise TreeError(f"{where}: invalid JSON: {parse_value_problem(exc)}") from None
+
+
+def parse_value_problem(exc: ValueError) -> str:
+    """What a parser's ``ValueError`` (a value it could not convert) says, in the
+    user's terms: Python's limit on an integer's digits names a setting of Python's."""
+    text = str(exc)
+    if "integer string conversion" in text:
+        return (
+            f"a number of more than {sys.get_int_max_str_digits()} digits; "
+            "no field takes a number that long"
+        )
+    return text
 
 
 def given(error: Any) -> str:
