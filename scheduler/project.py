@@ -82,8 +82,20 @@ class ProjectDir:
     def write_state(self, state: RunState, *, log_offset: int | None = None) -> None:
         """Write ``state`` as the snapshot of the log up to ``log_offset`` bytes (default:
         the whole log as it is on disk now), atomically, compactly and marked (see
-        :mod:`scheduler.snapshot`). The state must cover exactly those events."""
-        atomic_write(self.state_path, snapshot_bytes(state, self.audit_path, log_offset))
+        :mod:`scheduler.snapshot`). The state must cover exactly those events.
+
+        Raises:
+            RunDirError: something other than a file stands where the snapshot goes.
+        """
+        data = snapshot_bytes(state, self.audit_path, log_offset)
+        try:
+            atomic_write(self.state_path, data)
+        except IsADirectoryError:
+            raise RunDirError(
+                f"{self.state_path}: is a directory, where the run's state snapshot goes; "
+                "nothing is lost (the audit log holds the run): move that directory away, "
+                "then run `pact rebuild`"
+            ) from None
 
     def sync(self) -> None:
         """Make every file promoted so far durable: one sync of each file system that

@@ -61,6 +61,8 @@ def read_state_json(project_dir: Path) -> tuple[RunState | None, str | None]:
         return None, f"{path}: missing"
     except (ValidationError, ValueError) as exc:
         return None, f"{path}: unreadable ({str(exc).splitlines()[0]})"
+    except OSError as exc:  # a directory in its place, no permission, an I/O error
+        return None, f"{path}: unreadable ({exc.strerror or exc})"
 
 
 def validate_state_consistency(

@@ -88,7 +88,7 @@ def rebuild_run(
             the log replays to (a log that lost events) and ``force`` is not set.
     """
     project = ProjectDir(project_dir)
-    check_run_dir(project)
+    check_run_dir(project, writes=not dry_run)
     rebuilt = rebuild_state(project.root)
     on_disk, problems = _check_state_json(project_dir, rebuilt)
     loss = _progress_lost(on_disk, rebuilt) if on_disk is not None else None

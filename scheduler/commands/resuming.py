@@ -55,7 +55,7 @@ def resume_run(
         raise InputError(f"--workers must be at least 1, got {workers}")
     broker_url = check_executor(executor_name, broker_url)
     project = ProjectDir(project_dir)
-    check_run_dir(project)
+    check_run_dir(project, writes=True)
     if not os.access(project.pact, os.W_OK):
         raise RunDirError(f"{project.pact}: not writable by this user; cannot resume here")
     with AuditLog(project.audit_path):

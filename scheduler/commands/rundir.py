@@ -63,8 +63,10 @@ def check_new_project_dir(project: ProjectDir) -> None:
         )
 
 
-def check_run_dir(project: ProjectDir) -> None:
-    """``project`` is a directory with a pact-fleet run log that can be read.
+def check_run_dir(project: ProjectDir, *, writes: bool = False) -> None:
+    """``project`` is a directory with a pact-fleet run log that can be read; and, for a
+    command that ``writes`` the run, a place for its state snapshot (before any event
+    is appended that the snapshot could then not follow).
 
     Whether the log really holds a run is known only once it is read (see
     :func:`scheduler.launch.load_state`).
@@ -83,6 +85,12 @@ def check_run_dir(project: ProjectDir) -> None:
         raise RunDirError(f"{log}: is not a file; this is not a pact-fleet run")
     if not os.access(log, os.R_OK):
         raise RunDirError(f"{log}: not readable by this user")
+    snapshot = project.state_path
+    if writes and (snapshot.exists() or snapshot.is_symlink()) and not snapshot.is_file():
+        raise RunDirError(
+            f"{snapshot}: is not a file, and the run's state snapshot goes there; nothing "
+            "was written: move it away, then run `pact rebuild`"
+        )
 
 
 def _starts_a_run(log: Path) -> bool:

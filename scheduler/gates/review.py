@@ -164,7 +164,7 @@ def decide_review(
         raise InputError(f"--note: at most {MAX_NOTE_CHARS} characters, got {len(note)}")
     who = reviewer_name(by)
     project = ProjectDir(project_dir)
-    check_run_dir(project)
+    check_run_dir(project, writes=True)
     if is_driven(project.audit_path):
         if broker_url is None:
             raise InputError(

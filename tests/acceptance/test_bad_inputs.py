@@ -51,6 +51,17 @@ def _log_is_a_directory(run: Path) -> None:
     log.mkdir()
 
 
+def _state_is_a_directory(run: Path) -> None:
+    state = run / ".pact" / "state.json"
+    state.unlink()
+    state.mkdir()
+
+
+def _failed_state_is_a_directory(run: Path) -> None:
+    _fail_run(run)
+    _state_is_a_directory(run)
+
+
 def _no_pact(run: Path) -> None:
     shutil.rmtree(run / ".pact")
 
@@ -67,6 +78,8 @@ MUTATIONS = {
     "log_is_a_directory": _log_is_a_directory,
     "no_pact": _no_pact,
     "fail_run": _fail_run,
+    "state_is_a_directory": _state_is_a_directory,
+    "failed_state_is_a_directory": _failed_state_is_a_directory,
 }
 
 
@@ -177,3 +190,23 @@ def test_bad_input_is_refused_clearly_and_nothing_is_written_or_lost(
         assert snapshot(run) == before_run, "the run directory changed"
     assert not markup.exists()
     assert afile.read_text() == "a file, not a directory\n"
+
+
+def test_status_reads_a_run_whose_snapshot_is_a_directory_from_its_log(
+    tmp_path: Path, finished_run: Path
+) -> None:
+    """The snapshot is a cache of the log: one that cannot be read is reported, and the
+    status comes from the log; nothing is written."""
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    _state_is_a_directory(run)
+    before = snapshot(run)
+    for args in (["status", str(run)], ["status", str(run), "--json"]):
+        res = pact(args, unset=[])
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "Traceback" not in res.stderr and "internal error" not in res.stderr
+    assert '"status": "completed"' in res.stdout
+    res = pact(["rebuild", str(run), "--dry-run"], unset=[])
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "state.json: unreadable (Is a directory)" in res.stdout + res.stderr
+    assert snapshot(run) == before
