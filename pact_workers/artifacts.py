@@ -318,10 +318,10 @@ class DirectoryBlobStore:
             return digest
         path = f"{self._root}/{hexd[:2]}/{hexd}"  # a digest of our own making
         try:
-            whole = os.stat(path).st_size == len(data)
+            whole = os.stat(path).st_size == len(data) and _hashes_to(path, hexd)
         except FileNotFoundError:
             whole = False
-        if not whole:  # absent, or cut short by a power loss before a deferred sync
+        if not whole:  # absent, cut short by a power loss before a deferred sync, corrupt
             atomic_write(path, data, fsync=not self.deferred)
             if self.deferred:
                 deferred_sync.wrote(self._root)
@@ -379,6 +379,16 @@ class DirectoryBlobStore:
 
     def has_blob(self, digest: str) -> bool:
         return digest in self._known or os.path.exists(self._path(digest))
+
+
+def _hashes_to(path: str, hexd: str) -> bool:
+    """Whether the file at ``path`` holds the bytes of digest ``hexd`` (read once per
+    process and blob: a store remembers the digests it has checked)."""
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest() == hexd
+    except OSError:
+        return False
 
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")

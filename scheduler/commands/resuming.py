@@ -22,6 +22,7 @@ from scheduler.launch import load_run
 from scheduler.lifecycle.cancel import void_fleet_request
 from scheduler.project import ProjectDir
 from scheduler.rebuild import disk_inconsistencies
+from scheduler.repair import mend_from_project
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.settings import load_settings
 from scheduler.snapshot import snapshot_mark
@@ -84,6 +85,24 @@ def resume_run(
         strategy = compute_resume_strategy(basis, project, from_phase=from_phase, redo=redo)
     except ValueError as exc:
         raise InputError(f"{project_dir}: cannot resume: {exc}") from exc
+    mend = mend_from_project(state, project, project.store())
+    if mend.lost and executor_name != "celery":  # a fleet's Redis may still hold them
+        shown = "; ".join(mend.lost[:5]) + (
+            f"; and {len(mend.lost) - 5} more" if len(mend.lost) > 5 else ""
+        )
+        raise RunDirError(
+            f"{project.artifacts_dir}: verified outputs that are missing or corrupt, with "
+            f"no intact promoted copy to restore them from: {shown}. Nothing was written; "
+            "restore .pact/artifacts (or those files) from a backup, then resume"
+        )
+    if mend.blobs:
+        mend.write(project.store())
+        log.warning(
+            "%d blob(s) of verified outputs were missing or corrupt in %s: written again "
+            "from the promoted copies, which hash to them",
+            len(mend.blobs),
+            project.artifacts_dir,
+        )
     # After the strategy: a run with nothing to resume is told so before anything is
     # checked. An intact snapshot and the log's tail are the log's fold: state.json being
     # behind the log is how snapshots work (a killed run's always is), not something to

@@ -189,6 +189,21 @@ def test_a_blob_cut_short_on_disk_is_written_again_when_stored(tmp_path: Path) -
     assert path.read_bytes() == b"the verified output\n"
 
 
+def test_a_blob_corrupt_on_disk_at_its_full_size_is_written_again_when_stored(
+    tmp_path: Path,
+) -> None:
+    """A bit flipped on disk keeps the file's size: storing the same bytes again (a
+    resume rebuilding an attempt's inputs) checks the copy it finds and mends it."""
+    blobs = DirectoryBlobStore(tmp_path / "blobs")
+    digest = blobs.put_blob(b"the inputs of an attempt\n")
+    path = Path(blobs._path(digest))
+    path.write_bytes(b"THE inputs of an attempt\n")
+    again = DirectoryBlobStore(tmp_path / "blobs")  # the next process
+    assert again.put_blob(b"the inputs of an attempt\n") == digest
+    assert path.read_bytes() == b"the inputs of an attempt\n"
+    assert DirectoryBlobStore(tmp_path / "blobs").get_blob(digest) == path.read_bytes()
+
+
 def test_blobs_stored_or_read_last_are_served_from_memory_within_their_bound(
     tmp_path: Path,
 ) -> None:
