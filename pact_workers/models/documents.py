@@ -26,6 +26,7 @@ from pact_workers.errors import InputError, TreeError
 
 __all__ = [
     "given",
+    "not_a_directory",
     "parse_tree_text",
     "parse_value_problem",
     "read_input_file",
@@ -51,6 +52,14 @@ def read_input_file(path: Path, max_bytes: int) -> bytes:
         if info.st_size > max_bytes:
             raise OSError(errno.EFBIG, f"larger than {max_bytes // (1024 * 1024)} MB")
         return fh.read(max_bytes + 1)
+
+
+def not_a_directory(path: Path) -> str:
+    """Why ``path``, which a user gave as a directory, is none: it does not exist, or it
+    is something else (a file)."""
+    if path.exists():
+        return "is not a directory"
+    return "no such directory"
 
 
 def read_json_input(path: Path, max_bytes: int) -> tuple[bytes, Any]:

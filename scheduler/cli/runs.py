@@ -298,6 +298,7 @@ def demo(
     from scheduler.cli.views import ProgressListener, exit_for, print_summary, progress_display
 
     with user_errors():
+        commands.check_workers(workers)  # before a temporary directory is made
         target = commands.demo_directory(directory)
         say(f"project directory: {target}", to_err=True)
         with interruptible(target) as stop, progress_display() as progress:

@@ -23,6 +23,7 @@ __all__ = [
     "RunPlan",
     "ValidationRun",
     "check_executor",
+    "check_workers",
     "demo_directory",
     "doctor_checks",
     "drive_run",
@@ -57,6 +58,7 @@ _SUBMODULES = {
     "SANDBOXES": "scheduler.commands.agents",
     "Check": "scheduler.commands.doctor",
     "RunPlan": "scheduler.commands.runs",
+    "check_workers": "scheduler.commands.runs",
     "ValidationRun": "scheduler.commands.validate",
     "check_executor": "scheduler.commands.fleet",
     "demo_directory": "scheduler.commands.demo",
@@ -110,6 +112,7 @@ if TYPE_CHECKING:
     from scheduler.commands.resuming import resume_run
     from scheduler.commands.runs import (
         RunPlan,
+        check_workers,
         drive_run,
         prepare_run,
         run_plan,

@@ -10,6 +10,7 @@ from pact_workers.agents.config import AgentsSettings
 from pact_workers.agents.endpoint import is_loopback
 from pact_workers.agents.factory import AGENTS, agent_options, build_agent
 from pact_workers.errors import InputError
+from pact_workers.models.documents import not_a_directory
 from pact_workers.models.work import Role
 from pact_workers.sandbox.base import Sandbox
 from pact_workers.sandbox.local import LocalSandbox
@@ -63,7 +64,7 @@ def make_agent(
                 "(see README: Run on a real model)"
             )
         if not replay_dir.is_dir():
-            raise InputError(f"--replay-dir {replay_dir}: no such directory")
+            raise InputError(f"--replay-dir {replay_dir}: {not_a_directory(replay_dir)}")
     settings = settings or Settings()
     options = agent_options(
         name,

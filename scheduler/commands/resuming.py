@@ -16,7 +16,7 @@ from scheduler.commands.agents import make_agent, make_sandbox
 from scheduler.commands.fleet import check_executor
 from scheduler.commands.inspection import state_json_problems
 from scheduler.commands.rundir import check_run_dir
-from scheduler.commands.runs import check_environment, drive_run, require_keys
+from scheduler.commands.runs import check_environment, check_workers, drive_run, require_keys
 from scheduler.journal import Listener
 from scheduler.launch import load_run
 from scheduler.lifecycle.cancel import void_fleet_request
@@ -52,8 +52,7 @@ def resume_run(
     Raises:
         InputError: nothing to resume, another process drives the run, bad options.
     """
-    if workers < 1:
-        raise InputError(f"--workers must be at least 1, got {workers}")
+    check_workers(workers)
     broker_url = check_executor(executor_name, broker_url)
     project = ProjectDir(project_dir)
     check_run_dir(project, writes=True)

@@ -100,6 +100,25 @@ class RunPlan:
         }
 
 
+#: The most attempts one process runs at once (a thread each); a fleet scales past it.
+MAX_WORKERS = 1024
+
+
+def check_workers(workers: int) -> None:
+    """``--workers`` (``PACT_WORKERS``) is a count one process can run at once.
+
+    Raises:
+        InputError: below 1 or above :data:`MAX_WORKERS`.
+    """
+    if workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
+    if workers > MAX_WORKERS:
+        raise InputError(
+            f"--workers must be at most {MAX_WORKERS} (attempts one process runs at once), "
+            f"got {workers}; for more, run a fleet (--executor celery) of several workers"
+        )
+
+
 def prepare_run(
     *,
     tree_path: Path,
@@ -115,8 +134,7 @@ def prepare_run(
 
     ``agent_name`` None means the agent ``pact.yaml`` configures, else ``replay``.
     """
-    if workers < 1:
-        raise InputError(f"--workers must be at least 1, got {workers}")
+    check_workers(workers)
     broker_url = check_executor(executor_name, broker_url)
     tree = load_tree(tree_path)
     project = ProjectDir(project_dir)

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from pact_workers.errors import InputError, PactError, RunDirError
 from pact_workers.models.contract import ComponentContract
-from pact_workers.models.documents import read_json_input, validation_problems
+from pact_workers.models.documents import not_a_directory, read_json_input, validation_problems
 from pact_workers.models.environment import EnvironmentSpec
 from pact_workers.models.tree import DecompositionTree, load_tree
 from pact_workers.probes import import_candidates, probe_imports
@@ -81,7 +81,7 @@ def validate_path(
     """
     if not path.is_dir():
         raise InputError(
-            f"{path}: no such directory; give a run's project directory or a "
+            f"{path}: {not_a_directory(path)}; give a run's project directory or a "
             "directory of <component>/interface.json files"
         )
     mode = _quality(quality)

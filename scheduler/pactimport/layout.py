@@ -24,7 +24,12 @@ from pydantic import ValidationError
 
 from pact_workers.errors import InputError
 from pact_workers.models.contract import ComponentContract
-from pact_workers.models.documents import read_input_file, read_json_input, validation_problems
+from pact_workers.models.documents import (
+    not_a_directory,
+    read_input_file,
+    read_json_input,
+    validation_problems,
+)
 from pact_workers.models.testing import TestResults
 from pact_workers.models.tree import DecompositionTree, load_tree
 
@@ -73,7 +78,7 @@ def resolve_pact_dir(path: Path) -> Path:
         InputError: no such directory, or no ``decomposition/tree.json`` in it.
     """
     if not path.is_dir():
-        raise InputError(f"{path}: no such directory; give a Pact project directory")
+        raise InputError(f"{path}: {not_a_directory(path)}; give a Pact project directory")
     candidates = [path / ".pact", path]
     for candidate in candidates:
         if (candidate / "decomposition" / "tree.json").is_file():

@@ -210,3 +210,13 @@ def test_status_reads_a_run_whose_snapshot_is_a_directory_from_its_log(
     assert res.returncode == 1, res.stdout + res.stderr
     assert "state.json: unreadable (Is a directory)" in res.stdout + res.stderr
     assert snapshot(run) == before
+
+
+def test_a_demo_with_a_bad_worker_count_makes_no_temporary_directory(tmp_path: Path) -> None:
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    for count in ("0", "2000"):
+        res = pact(["demo", "--workers", count], unset=[], given={"TMPDIR": str(temp)})
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert "--workers must be at" in res.stderr
+        assert list(temp.iterdir()) == []
