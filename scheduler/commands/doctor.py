@@ -8,6 +8,7 @@ from typing import Literal, NamedTuple
 
 from pact_workers.errors import InputError
 from pact_workers.fleet.connection import check_redis_url, redis_from_url
+from pact_workers.models.documents import not_a_directory
 from pact_workers.models.environment import EnvironmentSpec
 from pact_workers.sandbox.base import SandboxRequest
 from scheduler.commands.agents import (
@@ -50,6 +51,11 @@ def doctor_checks(
     """
     if sandbox not in SANDBOXES:
         raise InputError(f"unknown sandbox {sandbox!r}; choose one of: {', '.join(SANDBOXES)}")
+    if not project_dir.is_dir():  # a typo would check the defaults and say all is well
+        raise InputError(
+            f"{project_dir}: {not_a_directory(project_dir)}; give the project directory "
+            "whose pact.yaml to check (none: the current directory)"
+        )
     settings = load_settings(ProjectDir(project_dir).settings_path)
     env = settings.environment
     checks: list[Check] = []
