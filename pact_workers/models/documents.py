@@ -26,6 +26,7 @@ from pact_workers.errors import InputError, TreeError
 
 __all__ = [
     "given",
+    "load_yaml",
     "not_a_directory",
     "parse_tree_text",
     "parse_value_problem",
@@ -72,7 +73,7 @@ def read_json_input(path: Path, max_bytes: int) -> tuple[bytes, Any]:
     """
     try:
         raw = read_input_file(path, max_bytes)
-        return raw, json.loads(raw.decode("utf-8"))
+        return raw, json.loads(raw.decode("utf-8-sig"))  # a BOM, as some editors write
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -126,6 +127,13 @@ def _parse(text: str, where: str, *, yaml_format: bool) -> Any:
         ) from exc
     except ValueError as exc:
         raise TreeError(f"{where}: invalid JSON: {parse_value_problem(exc)}") from None
+
+
+def load_yaml(text: str) -> Any:
+    """YAML as the safe loader reads it, except that a key written twice in one mapping
+    is refused (a ``ValueError`` naming the key and its line), as in a tree: the safe
+    loader keeps the last silently, so an edit lower in a file undid one above it."""
+    return yaml.load(text, Loader=_StrictYamlLoader)
 
 
 def parse_value_problem(exc: ValueError) -> str:

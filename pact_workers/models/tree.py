@@ -161,7 +161,7 @@ def load_tree(path: Path | str) -> DecompositionTree:
     except OSError as exc:
         raise TreeError(f"{where}: cannot be read ({exc.strerror or exc})") from exc
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark, as some editors write, is no text
     except UnicodeDecodeError as exc:
         raise TreeError(
             f"{where}: not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at offset "

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from pact_workers.errors import InputError
-from pact_workers.models.documents import parse_value_problem, read_input_file
+from pact_workers.models.documents import load_yaml, parse_value_problem, read_input_file
 from scheduler.interview.answers import AnswerLog, AnswerSource, AuditedAnswer
 from scheduler.interview.document import InterviewerOutput
 from scheduler.interview.matching import ACCEPTED_AS_STATED, match_answer_to_question
@@ -49,7 +49,7 @@ def answers_from_file(path: Path, interview: InterviewerOutput) -> AnswerLog:
             or a question that is asked has neither an answer nor a default.
     """
     try:
-        doc: Any = yaml.safe_load(read_input_file(path, MAX_ANSWERS_BYTES).decode("utf-8"))
+        doc: Any = load_yaml(read_input_file(path, MAX_ANSWERS_BYTES).decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
     except yaml.YAMLError as exc:

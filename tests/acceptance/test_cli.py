@@ -136,6 +136,33 @@ def test_bad_settings_file_names_the_key(tmp_path: Path, example: Path) -> None:
     assert sorted(p.name for p in project.iterdir()) == ["pact.yaml"]
 
 
+def test_a_settings_key_written_twice_is_refused_naming_it_and_its_line(
+    tmp_path: Path, example: Path
+) -> None:
+    """YAML's safe loader keeps the last of two equal keys: an edit lower in the file
+    would silently undo one above it."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pact.yaml").write_text("budget_usd: 5\nmax_retries: 2\nbudget_usd: 10\n")
+    args = ["--project", str(project), "--replay-dir", str(example / "replay")]
+    res = pact("run", str(example / "tree.json"), *args)
+    assert res.returncode == 2, res.stderr
+    assert "pact.yaml" in res.stderr and "duplicate key 'budget_usd' at line 3" in res.stderr
+    assert sorted(p.name for p in project.iterdir()) == ["pact.yaml"]
+
+
+def test_a_tree_saved_with_a_byte_order_mark_is_read_like_one_without(
+    tmp_path: Path, example: Path
+) -> None:
+    """Some editors start UTF-8 files with a BOM; YAML trees were read so already."""
+    tree = tmp_path / "tree.json"
+    tree.write_bytes(b"\xef\xbb\xbf" + (example / "tree.json").read_bytes())
+    project = tmp_path / "p"
+    res = pact("run", str(tree), "--project", str(project), "--agent", "noop", "--dry-run")
+    assert res.returncode == 0, res.stderr
+    assert not project.exists()
+
+
 def test_demo_runs_the_example_and_status_reports_it(tmp_path: Path) -> None:
     project = tmp_path / "demo"
     res = pact("demo", str(project))
