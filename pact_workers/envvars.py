@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from pact_workers.errors import InputError
@@ -26,4 +27,28 @@ def whole_number(
         value = 0
     if value < 1:
         raise InputError(f"{name}={raw!r}: give {what}, a whole number of at least 1 ({unset})")
+    return value
+
+
+def positive_seconds(
+    environ: Mapping[str, str], name: str, default: float, *, what: str, unset: str
+) -> float:
+    """``name``'s value, a finite number of seconds greater than 0; ``default`` when it
+    is unset or empty.
+
+    Raises:
+        InputError: naming the variable, ``what`` it gives and ``unset`` (what holds
+            without it).
+    """
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(
+            f"{name}={raw!r}: give {what}, a number of seconds greater than 0 ({unset})"
+        )
     return value

@@ -23,7 +23,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -37,6 +37,7 @@ from redis.exceptions import RedisError
 from pact_workers.agents.base import Agent
 from pact_workers.app import QUEUES, TASK_NAMES, app, broker_url_from_env
 from pact_workers.artifacts import ArtifactStore
+from pact_workers.envvars import positive_seconds
 from pact_workers.errors import InputError
 from pact_workers.fleet import keys
 from pact_workers.fleet.blobs import RedisBlobStore
@@ -282,6 +283,22 @@ ROLE_TASKS = {role: _register(name) for role, name in TASK_NAMES.items()}
 HEARTBEAT_S = 5.0
 
 
+def heartbeat_interval_s(environ: Mapping[str, str] = os.environ) -> float:
+    """Seconds between two heartbeats: ``PACT_WORKER_HEARTBEAT_S``, else
+    :data:`HEARTBEAT_S`.
+
+    Raises:
+        InputError: the variable is not a finite number of seconds greater than 0.
+    """
+    return positive_seconds(
+        environ,
+        "PACT_WORKER_HEARTBEAT_S",
+        HEARTBEAT_S,
+        what="the time between two heartbeats of a worker",
+        unset=f"unset: {HEARTBEAT_S:g}",
+    )
+
+
 class WorkerHeartbeat:
     """Keeps ``pact:worker:<id>`` alive while this Celery worker runs (its main process)."""
 
@@ -337,8 +354,8 @@ def start_heartbeat(sender: Any = None, **_: Any) -> None:
             else None,
             "started_at": time.time(),
         }
-        interval = float(os.environ.get("PACT_WORKER_HEARTBEAT_S", HEARTBEAT_S))
-        _heartbeat = WorkerHeartbeat(str(sender.hostname), info, interval)
+        # Checked by `pact worker` before the worker started (worker_argv).
+        _heartbeat = WorkerHeartbeat(str(sender.hostname), info, heartbeat_interval_s())
         _heartbeat.start()
     except Exception:  # being listed is for operators; never stop a worker over it
         log.warning("could not start the worker heartbeat", exc_info=True)

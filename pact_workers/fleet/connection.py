@@ -52,6 +52,9 @@ URL_FORMS = (
     "rediss://... (the same, over TLS) or unix://[[user]:password@]/path/to/redis.sock[?db=N]"
 )
 SCHEMES = ("redis", "rediss", "unix")
+#: The highest database number Redis parses (``SELECT`` takes a signed 32-bit number);
+#: a server has ``databases`` of them (16 by default: 0 to 15).
+MAX_DB = 2**31 - 1
 
 #: Backoff between retries: base * 2**failures, capped, half of it random so that a
 #: fleet reconnecting after a Redis restart does not arrive all at once.
@@ -127,6 +130,18 @@ def check_redis_url(url: str) -> str:
     for db in db_values:
         if not re.fullmatch(r"\d+", db):
             raise bad(f"the database must be a number, not {db!r}")
+        if int(db) > MAX_DB:
+            raise bad(f"the database number {db} is above {MAX_DB}, the most Redis takes")
+    # What redis-py reads from the query (?socket_timeout=..., ?ssl_cert_reqs=...), as
+    # it will read it: a connection object is made, but nothing connects.
+    try:
+        redis.ConnectionPool.from_url(url).make_connection()
+    except TypeError as exc:  # a keyword the connection class does not take
+        named = re.search(r"keyword argument '(\w+)'", str(exc))
+        name = named.group(1) if named else str(exc)
+        raise bad(f"the query argument {name!r} is not one a {parts.scheme}:// URL takes") from None
+    except (ValueError, RedisError) as exc:
+        raise bad(f"a query argument is invalid ({str(exc).rstrip('.')})") from None
     return url
 
 
@@ -276,6 +291,13 @@ def wait_for_redis(client: redis.Redis, timeout_s: float) -> None:
             except (ConnectionError, TimeoutError, OSError) as exc:
                 last = exc
             except RedisError as exc:
+                if "DB index is out of range" in str(exc):
+                    db = client.get_connection_kwargs().get("db", 0)
+                    raise BrokerUnavailable(
+                        f"Redis at {where}: the database number {db} is out of the "
+                        "server's range (its `databases` setting: 0 to 15 by default); "
+                        "choose a database the server has in the Redis URL"
+                    ) from exc
                 raise BrokerUnavailable(f"Redis at {where} failed a PING: {exc}") from exc
             remaining_s = deadline - time.monotonic()
             if remaining_s <= 0:

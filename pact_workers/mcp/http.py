@@ -8,6 +8,7 @@ another host is named.
 from __future__ import annotations
 
 import hmac
+import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -63,8 +64,44 @@ def http_app(server: MCPServer, *, token: str, host: str = "127.0.0.1") -> App:
     return BearerToken(app, token)
 
 
-def serve_http(server: MCPServer, *, token: str, port: int, host: str = "127.0.0.1") -> None:
-    """Serve until interrupted."""
+def listen(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound to ``port`` on every address ``host`` resolves to (as asyncio binds
+    them), not yet listening: a host that does not resolve or an address in use fails
+    here, before the server starts, rather than in uvicorn (which exits on it).
+
+    Raises:
+        OSError: ``host`` does not resolve (:class:`socket.gaierror`) or an address
+            cannot be bound.
+        UnicodeError: ``host`` is not a valid host name.
+    """
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    bound: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(found):
+            sock = socket.socket(family, kind, proto)
+            bound.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+    except BaseException:
+        for sock in bound:
+            sock.close()
+        raise
+    return bound
+
+
+def serve_http(
+    server: MCPServer, *, token: str, sockets: list[socket.socket], host: str = "127.0.0.1"
+) -> None:
+    """Serve on ``sockets`` (from :func:`listen`) until interrupted; closes them."""
     import uvicorn
 
-    uvicorn.run(http_app(server, token=token, host=host), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(http_app(server, token=token, host=host), log_level="warning")
+    try:
+        uvicorn.Server(config).run(sockets=sockets)
+    except KeyboardInterrupt:  # as uvicorn.run: an interrupt is how it stops
+        pass
+    finally:
+        for sock in sockets:
+            sock.close()

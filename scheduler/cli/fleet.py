@@ -27,10 +27,20 @@ def worker(
         ),
     ] = "contract_author,test_author,code_author,integrator",
     concurrency: Annotated[
-        int, typer.Option(envvar="PACT_CONCURRENCY", help="Attempts this worker runs at once")
+        int,
+        typer.Option(
+            envvar="PACT_CONCURRENCY",
+            help="Attempts this worker runs at once: 1 to 1024 pool processes (or threads)",
+        ),
     ] = 2,
     pool: Annotated[str, typer.Option(envvar="PACT_POOL", help="Celery pool")] = "prefork",
-    loglevel: Annotated[str, typer.Option(envvar="PACT_LOGLEVEL")] = "INFO",
+    loglevel: Annotated[
+        str,
+        typer.Option(
+            envvar="PACT_LOGLEVEL",
+            help="DEBUG, INFO, WARNING, ERROR, CRITICAL or FATAL (any case)",
+        ),
+    ] = "INFO",
     lease_ttl: Annotated[
         float,
         typer.Option(
@@ -90,9 +100,18 @@ def scheduler_service(
         ),
     ] = "",
     metrics_port: Annotated[
-        int, typer.Option(envvar="PACT_METRICS_PORT", help="Serve Prometheus metrics (0: off)")
+        int,
+        typer.Option(
+            envvar="PACT_METRICS_PORT",
+            min=0,
+            max=65535,
+            help="Serve Prometheus metrics on this port (0: off)",
+        ),
     ] = 0,
-    metrics_addr: Annotated[str, typer.Option(envvar="PACT_METRICS_ADDR")] = "127.0.0.1",
+    metrics_addr: Annotated[
+        str,
+        typer.Option(envvar="PACT_METRICS_ADDR", help="Address to serve the metrics on"),
+    ] = "127.0.0.1",
     lease_ttl: Annotated[
         float,
         typer.Option(

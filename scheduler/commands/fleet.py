@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from pact_workers.fleet.blobs import artifact_ttl_s
 from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
 from scheduler.cache.factory import check_cache_env
 from scheduler.commands.agents import SANDBOXES
+from scheduler.commands.rundir import created_by
 from scheduler.executors.packing import max_pack_from_env
 from scheduler.ownership import lease_holders
 from scheduler.registry import (
@@ -30,6 +32,13 @@ if TYPE_CHECKING:
     from scheduler.service import SchedulerService
 
 
+#: The levels ``celery worker --loglevel`` takes (any case).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "FATAL")
+#: The most pool processes (or threads) one worker runs: each holds open files and a
+#: sandbox, and far more than this exhausts the process's file descriptors.
+MAX_CONCURRENCY = 1024
+
+
 def worker_argv(
     *,
     broker_url: str,
@@ -41,6 +50,7 @@ def worker_argv(
 ) -> list[str]:
     """The ``celery worker`` arguments for ``pact worker``; sets the broker for the app."""
     from pact_workers.app import QUEUES
+    from pact_workers.tasks import heartbeat_interval_s
 
     wanted = [r.strip() for r in roles.split(",") if r.strip()]
     unknown = [r for r in wanted if r not in QUEUES]
@@ -49,13 +59,21 @@ def worker_argv(
             f"--roles: unknown role(s) {', '.join(unknown) or '(none given)'}; choose from "
             + ", ".join(QUEUES)
         )
-    if concurrency < 1:
-        raise InputError(f"--concurrency must be at least 1, got {concurrency}")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise InputError(
+            f"--concurrency must be between 1 and {MAX_CONCURRENCY} processes, got "
+            f"{concurrency}; run more workers for more"
+        )
     if pool not in {"prefork", "threads", "solo"}:
         raise InputError(f"--pool {pool!r}: choose prefork, threads or solo")
+    if loglevel.strip().upper() not in LOG_LEVELS:
+        raise InputError(
+            f"--loglevel (PACT_LOGLEVEL) {loglevel!r}: choose one of {', '.join(LOG_LEVELS)}"
+        )
     if not 1.0 <= lease_ttl_s <= 600.0:
         raise InputError(f"--lease-ttl must be between 1 and 600 seconds, got {lease_ttl_s}")
     artifact_ttl_s()  # PACT_ARTIFACT_TTL_S: refused now, not at the first task
+    heartbeat_interval_s()  # PACT_WORKER_HEARTBEAT_S: refused now, not once it runs
     os.environ["PACT_BROKER_URL"] = check_redis_url(broker_url)
     os.environ["PACT_LEASE_TTL_S"] = str(lease_ttl_s)
     return [
@@ -67,7 +85,7 @@ def worker_argv(
         "--pool",
         pool,
         "--loglevel",
-        loglevel,
+        loglevel.strip().upper(),
         "--task-events",
         "--hostname",
         f"pact-{os.getpid()}@%h",
@@ -184,13 +202,25 @@ def make_service(
         raise InputError(f"--lease-ttl must be between 1 and 600 seconds, got {lease_ttl_s}")
     if max_runs < 1:
         raise InputError(f"--max-runs must be at least 1, got {max_runs}")
+    if not 0 <= metrics_port <= MAX_PORT:
+        raise InputError(
+            f"--metrics-port must be between 0 (off) and {MAX_PORT}, got {metrics_port}"
+        )
     artifact_ttl_s()  # PACT_ARTIFACT_TTL_S: refused now, not when a run is adopted
     max_pack_from_env()  # PACT_MAX_PACK: likewise
     check_cache_env()  # PACT_CACHE_DIR: the lessons store of the runs it ends
+    check_runs_dir(runs_dir)
     metrics = None
     if metrics_port:
         metrics = SchedulerMetrics()
-        metrics.serve(metrics_port, metrics_addr)
+        try:
+            metrics.serve(metrics_port, metrics_addr)
+        except (OSError, UnicodeError) as exc:  # unresolvable (gaierror), in use, not ours
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise InputError(
+                f"--metrics-addr {metrics_addr!r} --metrics-port {metrics_port}: cannot serve "
+                f"metrics there ({reason}); give an address of this machine and a free port"
+            ) from None
     return SchedulerService(
         broker_url=check_redis_url(broker_url),
         runs_dir=runs_dir,
@@ -199,6 +229,48 @@ def make_service(
         lease_ttl_s=lease_ttl_s,
         max_runs=max_runs,
     )
+
+
+#: The highest TCP port.
+MAX_PORT = 65535
+
+
+def check_runs_dir(runs_dir: Path) -> None:
+    """``runs_dir`` is a directory runs can be written into, or can be made one.
+
+    Tried by making it and a directory in it, then removing what the try made: a
+    virtual file system such as /proc, a read-only one, or one this user cannot
+    write is refused before the service starts, and nothing stays behind.
+
+    Raises:
+        InputError: naming ``--runs-dir``, the path and the problem.
+    """
+    where = f"--runs-dir {runs_dir}"
+    existing = runs_dir.absolute()
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{where}: cannot be created because {existing} is not a directory")
+    created = created_by(runs_dir)
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        Path(tempfile.mkdtemp(prefix=".pact-probe-", dir=runs_dir)).rmdir()
+    except OSError as exc:
+        raise InputError(
+            f"{where}: cannot write runs there ({exc.strerror or exc}); choose a directory "
+            "you can write"
+        ) from None
+    finally:
+        # Only the empty directories the try made: another service may share the path.
+        level = runs_dir.absolute()
+        while created is not None:
+            try:
+                level.rmdir()
+            except OSError:
+                break
+            if level == created:
+                break
+            level = level.parent
 
 
 def submit_batch(

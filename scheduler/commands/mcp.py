@@ -211,7 +211,7 @@ def serve_mcp(
         )
     try:
         from pact_workers.mcp import build_server
-        from pact_workers.mcp.http import serve_http
+        from pact_workers.mcp.http import listen, serve_http
     except ImportError as exc:
         raise InputError(
             f"pact mcp needs the MCP SDK ({exc}); install it with `pip install 'pact-fleet[mcp]'`"
@@ -222,6 +222,14 @@ def serve_mcp(
     server = build_server(tools, version=pact_version())
     if http_port is None:
         server.run("stdio")
-    else:
-        assert token is not None
-        serve_http(server, token=token, port=http_port, host=host)
+        return
+    assert token is not None
+    try:
+        sockets = listen(host, http_port)
+    except (OSError, UnicodeError) as exc:  # unresolvable (gaierror), in use, not ours
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(
+            f"--host {host!r} --http {http_port}: cannot serve there ({reason}); give an "
+            "address of this machine and a free port"
+        ) from None
+    serve_http(server, token=token, sockets=sockets, host=host)
