@@ -15,7 +15,7 @@ from scheduler.commands.rundir import check_run_dir
 from scheduler.interview.answers import low_confidence_warnings
 from scheduler.launch import load_run, load_state
 from scheduler.project import ProjectDir
-from scheduler.provenance.promotion import restore_provenance
+from scheduler.provenance.promotion import missing_provenance, restore_provenance
 from scheduler.rebuild import (
     disk_inconsistencies,
     read_state_json,
@@ -91,6 +91,7 @@ def rebuild_run(
     check_run_dir(project, writes=not dry_run)
     rebuilt = rebuild_state(project.root)
     on_disk, problems = _check_state_json(project_dir, rebuilt)
+    problems += missing_provenance(project, rebuilt)  # re-created below unless dry_run
     loss = _progress_lost(on_disk, rebuilt) if on_disk is not None else None
     if loss and not force and not dry_run:
         raise RunDirError(

@@ -123,6 +123,28 @@ def restore_provenance(project: ProjectDir, state: RunState, store: ArtifactStor
     return written
 
 
+def missing_provenance(project: ProjectDir, state: RunState) -> list[str]:
+    """The sidecars and baselines :func:`restore_provenance` would write: those of done,
+    promoted items that are missing or unreadable (what ``pact rebuild --dry-run``
+    reports, and ``pact rebuild`` re-creates)."""
+    gaps: list[str] = []
+    for item in state.items.values():
+        if item.status is not ItemStatus.DONE or not item.promoted:
+            continue
+        cid, phase = item.component_id, item.phase
+        path = artifact_path(project, cid, phase)
+        if not path.exists():
+            continue
+        if read_artifact_metadata(path) is None:
+            rel = os.path.relpath(path, project.root)
+            gaps.append(
+                f"{cid}/{phase.value}: the provenance sidecar of {rel} is missing or unreadable"
+            )
+        if phase in (Phase.IMPLEMENT, Phase.INTEGRATE) and read_baseline(project.root, cid) is None:
+            gaps.append(f"{cid}: its provenance baseline is missing or unreadable")
+    return gaps
+
+
 def _verified_baseline(
     state: RunState, store: ArtifactStore, component_id: str, phase: Phase
 ) -> ArtifactBaseline:

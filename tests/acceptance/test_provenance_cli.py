@@ -159,6 +159,26 @@ def test_rebuild_re_creates_lost_sidecars_and_baselines(demo_copy: Path) -> None
     assert [d["component_id"] for d in drift] == ["parser"]
 
 
+def test_rebuild_dry_run_names_the_unreadable_sidecars_and_baselines_it_would_write(
+    demo_copy: Path,
+) -> None:
+    """A dry run says what the rebuild would re-create, not that all matches."""
+    sidecar = demo_copy / ".pact/contracts/lexer/interface.meta.json"
+    baseline = demo_copy / ".pact/baselines/parser.json"
+    sidecar.write_text("[")
+    baseline.write_text("{")
+    dry = pact("rebuild", str(demo_copy), "--dry-run")
+    assert dry.returncode == 1, dry.stdout + dry.stderr
+    said = " ".join((dry.stdout + dry.stderr).split())
+    assert "lexer/contract: the provenance sidecar of .pact/contracts/lexer/interface.json" in said
+    assert "parser: its provenance baseline is missing or unreadable" in said
+    assert sidecar.read_text() == "[" and baseline.read_text() == "{"
+    assert pact("rebuild", str(demo_copy)).returncode == 0
+    assert json.loads(sidecar.read_text())["component_id"] == "lexer"
+    again = pact("rebuild", str(demo_copy), "--dry-run")
+    assert again.returncode == 0 and "matches" in again.stdout
+
+
 MODEL = "claude-standin"
 DATED = "claude-standin-20260101"
 CODER = "claude-standin-coder"
