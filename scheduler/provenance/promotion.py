@@ -124,9 +124,9 @@ def restore_provenance(project: ProjectDir, state: RunState, store: ArtifactStor
 
 
 def missing_provenance(project: ProjectDir, state: RunState) -> list[str]:
-    """The sidecars and baselines :func:`restore_provenance` would write: those of done,
-    promoted items that are missing or unreadable (what ``pact rebuild --dry-run``
-    reports, and ``pact rebuild`` re-creates)."""
+    """The sidecars :func:`restore_provenance` would write (those of done, promoted items
+    that are missing or unreadable) and the baselines it would write over (unreadable):
+    what ``pact rebuild --dry-run`` reports, and ``pact rebuild`` re-creates."""
     gaps: list[str] = []
     for item in state.items.values():
         if item.status is not ItemStatus.DONE or not item.promoted:
@@ -140,8 +140,11 @@ def missing_provenance(project: ProjectDir, state: RunState) -> list[str]:
             gaps.append(
                 f"{cid}/{phase.value}: the provenance sidecar of {rel} is missing or unreadable"
             )
-        if phase in (Phase.IMPLEMENT, Phase.INTEGRATE) and read_baseline(project.root, cid) is None:
-            gaps.append(f"{cid}: its provenance baseline is missing or unreadable")
+        baseline = project.pact / "baselines" / f"{cid}.json"
+        final = phase in (Phase.IMPLEMENT, Phase.INTEGRATE)
+        # A missing one is not counted: work that did not pass every test has none.
+        if final and baseline.exists() and read_baseline(project.root, cid) is None:
+            gaps.append(f"{cid}: its provenance baseline {baseline.name} is unreadable")
     return gaps
 
 

@@ -12,6 +12,7 @@ from pact_workers.models import ItemStatus, Phase
 from scheduler.audit import read_events, scan_events
 from scheduler.events import Event, RunCompleted, RunResumed
 from scheduler.fold import fold
+from scheduler.provenance.promotion import restore_provenance
 from scheduler.rebuild import read_state_json, rebuild_state, validate_state_consistency
 from scheduler.resume import compute_resume_strategy, execute_resume
 from scheduler.state import RunState, RunStatus
@@ -208,8 +209,11 @@ def test_rebuild_and_status_fold_a_large_log_once(
     from scheduler.cli import app
 
     project = failed_at_implement(tmp_path).close()
+    folded = fold(read_events(project.audit_path)[0])
+    # The sidecars a real run leaves beside its promoted files (the builder writes none).
+    restore_provenance(project, folded, project.store())
     # state.json as an older version wrote it, without the mark of the log it covers.
-    project.state_path.write_text(fold(read_events(project.audit_path)[0]).model_dump_json())
+    project.state_path.write_text(folded.model_dump_json())
     whole_log_reads.clear()  # what making the run read is not the command's
     res = CliRunner().invoke(app, ["rebuild", str(project.root), "--dry-run"])
     assert res.exit_code == 0, res.output
