@@ -22,6 +22,17 @@ from scheduler.events import Event, parse_event
 E = TypeVar("E", bound=Event)
 
 
+def _why(exc: ValueError) -> str:
+    """Why a line is no event, in a few words: a validation error's first problem and
+    where in the event (its own first line names only the union of event types)."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        # The union's tag (the event type) leads the location; the field follows it.
+        field = ".".join(str(p) for p in first["loc"][1:])
+        return f"{field}: {first['msg']}" if field else str(first["msg"])
+    return str(exc).splitlines()[0]
+
+
 def read_events(
     path: Path, *, offset: int = 0, types: Collection[str] | None = None
 ) -> tuple[list[Event], list[str]]:
@@ -76,8 +87,12 @@ def scan_events(
                 # Only the last line can lack its newline: a crash while writing it.
                 torn = not line.endswith(b"\n")
                 what = "torn last line (crash while writing)" if torn else "unreadable event"
-                where = f"{path}:{number}" if not offset else f"{path} (byte {offset} on):{number}"
-                warnings.append(f"{where}: {what}: {str(exc).splitlines()[0]}")
+                where = (
+                    f"{path}:{number}"
+                    if not offset
+                    else f"{path}, line {number} after byte {offset}"
+                )
+                warnings.append(f"{where}: {what}: {_why(exc)}")
                 continue
             yield event
 

@@ -61,6 +61,24 @@ def test_a_full_fold_reads_the_log_one_line_at_a_time(tmp_path: Path) -> None:
     assert first.type == "run_started" and warnings == []
     assert len(list(events)) == len(lines) - 2
     assert len(warnings) == 1 and f":{len(lines)}: unreadable event" in warnings[0]
+    assert warnings[0].endswith(
+        "unreadable event: Invalid JSON: key must be a string at line 1 column 2"
+    )
+
+
+def test_an_unreadable_event_is_named_by_its_field_and_a_tail_line_by_its_offset(
+    tmp_path: Path,
+) -> None:
+    project = finished_run(tmp_path)
+    start = project.audit_path.stat().st_size
+    with project.audit_path.open("ab") as fh:
+        fh.write(b'{"type": "item_failed", "seq": 9999}\n')
+    warnings: list[str] = []
+    assert list(scan_events(project.audit_path, warnings, offset=start)) == []
+    assert warnings == [
+        f"{project.audit_path}, line 1 after byte {start}: unreadable event: "
+        "component_id: Field required"
+    ]
 
 
 def test_an_intact_log_with_an_event_the_lifecycle_refuses_is_an_error(tmp_path: Path) -> None:
