@@ -7,7 +7,7 @@ is how every reader sees a run (from the audit log, never from state.json).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pact_workers.errors import RunDirError
 from pact_workers.models.tree import DecompositionTree
@@ -95,22 +95,30 @@ def load_run(project: ProjectDir) -> tuple[RunState, list[str], int | None]:
     its starting point (None: there was none, the whole log was folded)."""
     project.require_run()
     state, warnings, covered = load_folded(project)
-    require_a_run(state, project, unreadable=len(warnings))
+    require_a_run(state, project, warnings)
     state.project_dir = str(project.root)
     state.warnings = warnings
     return state, warnings, covered
 
 
-def require_a_run(state: RunState, project: ProjectDir, *, unreadable: int) -> None:
+def require_a_run(state: RunState, project: ProjectDir, warnings: Sequence[str]) -> None:
     """Raise when the folded log has no ``run_started`` event: nothing can be shown,
     resumed or rebuilt from it, and it must not be mistaken for an empty run."""
     if state.tree is not None and state.run_id:
         return
     log = project.audit_path
+    unreadable = len(warnings)
     if unreadable and not state.last_seq:
         raise RunDirError(
             f"{log}: not a pact-fleet run log (none of its {unreadable} lines is a "
             "pact-fleet event; a Pact project's own .pact/?)"
+        )
+    if unreadable:
+        raise RunDirError(
+            f"{log}: holds no run it can read: the run_started event, which every other "
+            f"event follows, is not among its readable lines ({unreadable} unreadable, the "
+            f"first {warnings[0]}). If a backup of it exists, restore it; state.json is left "
+            "as it is"
         )
     raise RunDirError(
         f"{log}: holds no run (no run_started event); the log was emptied or cut. If a "

@@ -46,7 +46,7 @@ def rebuild_state(project_dir: Path) -> RunState:
         state = fold_as_read(scan_events(project.audit_path, warnings), warnings)
     for warning in warnings:
         log.warning(warning)
-    require_a_run(state, project, unreadable=len(warnings))
+    require_a_run(state, project, warnings)
     state.project_dir = str(project.root)
     state.warnings = warnings
     return state

@@ -54,6 +54,16 @@ def fold_as_read(
         raise refused[0]
     if failed is not None:
         raise failed
-    for refusal in refused:
+    for refusal in refused[:SHOWN]:
         log.warning("skipped after an unreadable line: %s", refusal)
+    if len(refused) > SHOWN:
+        log.warning(
+            "skipped after an unreadable line: %d more events the lifecycle refused",
+            len(refused) - SHOWN,
+        )
     return state
+
+
+#: Refused events named one by one; the rest are counted (a lost first line, the run's
+#: start, makes every event refused).
+SHOWN = 10

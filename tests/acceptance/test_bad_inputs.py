@@ -37,6 +37,13 @@ def _cut_log(run: Path) -> None:
     log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:20]))
 
 
+def _cut_first_line(run: Path) -> None:
+    # The run_started line cut short in the middle: every other event follows it.
+    log = run / ".pact" / "audit.jsonl"
+    first, rest = log.read_bytes().split(b"\n", 1)
+    log.write_bytes(first[:50] + b"\n" + rest)
+
+
 def _pact_own_log(run: Path) -> None:
     # The shape of another tool's log (Pact keeps its own .pact/ too).
     (run / ".pact" / "audit.jsonl").write_text(
@@ -74,6 +81,7 @@ def _fail_run(run: Path) -> None:
 MUTATIONS = {
     "empty_log": _empty_log,
     "cut_log": _cut_log,
+    "cut_first_line": _cut_first_line,
     "pact_own_log": _pact_own_log,
     "log_is_a_directory": _log_is_a_directory,
     "no_pact": _no_pact,
