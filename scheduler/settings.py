@@ -59,10 +59,10 @@ class Settings(BaseModel):
     max_retries: int = Field(default=3, ge=0)
     #: Attempts per item whose output the harness rejects (tests fail, bad schema).
     max_attempts: int = Field(default=3, ge=1)
-    backoff_base_s: float = Field(default=1.0, ge=0)
-    backoff_cap_s: float = Field(default=60.0, ge=0)
+    backoff_base_s: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    backoff_cap_s: float = Field(default=60.0, ge=0, allow_inf_nan=False)
     #: Hard limit for one verification run in the sandbox.
-    verify_timeout_s: float = Field(default=300.0, gt=0)
+    verify_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
     environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
     #: Stall timeouts per role, scaled by impatience (seed 000, 4.2).
     impatience: ImpatienceLevel = ImpatienceLevel.NORMAL
@@ -111,6 +111,25 @@ class Settings(BaseModel):
             shaping_budget_pct=self.shaping_budget_pct,
         )
 
+    @field_validator(
+        "max_concurrent_agents",
+        "max_retries",
+        "max_attempts",
+        "backoff_base_s",
+        "backoff_cap_s",
+        "verify_timeout_s",
+        "budget_usd",
+        "systemic_threshold",
+        "staleness_window_days",
+        mode="before",
+    )
+    @classmethod
+    def _no_booleans(cls, value: object) -> object:
+        # YAML reads yes/no/true/false as booleans, and a boolean passes for 1 or 0.
+        if isinstance(value, bool):
+            raise ValueError("a number, not a yes/no")
+        return value
+
     @field_validator("promote_author")
     @classmethod
     def _check_author(cls, value: str) -> str:
@@ -122,6 +141,12 @@ class Settings(BaseModel):
     def _check_nested(self) -> Settings:
         # Build the nested objects once so their own validation errors surface here.
         self.timeouts  # noqa: B018
+        if self.backoff_base_s > self.backoff_cap_s:
+            raise ValueError(
+                f"backoff_base_s ({self.backoff_base_s}) is above backoff_cap_s "
+                f"({self.backoff_cap_s}): the first wait would exceed the longest; lower "
+                "the base or raise the cap"
+            )
         caps = self.budget.phase_caps
         unknown = sorted(set(caps) - set(CAPPABLE_PHASES))
         if unknown:
