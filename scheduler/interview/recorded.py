@@ -93,8 +93,8 @@ def find_interview(tree_path: Path) -> FoundInterview | None:
         InputError: the file exists but is not an interview (naming the file and field).
     """
     path = tree_path.parent / INTERVIEW_FILE
-    if not path.is_file():
-        return None
+    if not (path.exists() or path.is_symlink()):
+        return None  # a directory or a dangling link by that name is refused below
     raw, doc = read_json_input(path, MAX_INTERVIEW_BYTES)
     try:
         document = InterviewDocument.model_validate(doc)
