@@ -65,6 +65,17 @@ def make_agent(
             )
         if not replay_dir.is_dir():
             raise InputError(f"--replay-dir {replay_dir}: {not_a_directory(replay_dir)}")
+        try:
+            empty = next(replay_dir.iterdir(), None) is None
+        except OSError as exc:
+            raise InputError(
+                f"--replay-dir {replay_dir}: cannot be read ({exc.strerror})"
+            ) from None
+        if empty:
+            raise InputError(
+                f"--replay-dir {replay_dir}: is empty; the replay agent serves each "
+                "component's artifacts from <component>/interface.json, tests/ and src/ there"
+            )
     settings = settings or Settings()
     options = agent_options(
         name,

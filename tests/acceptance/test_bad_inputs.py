@@ -228,3 +228,18 @@ def test_a_demo_with_a_bad_worker_count_makes_no_temporary_directory(tmp_path: P
         assert res.returncode == 2, res.stdout + res.stderr
         assert "--workers must be at" in res.stderr
         assert list(temp.iterdir()) == []
+
+
+def test_an_empty_replay_directory_is_refused_before_the_run_is_written(
+    tmp_path: Path, example: Path
+) -> None:
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    project = tmp_path / "p"
+    res = pact(
+        ["run", str(example / "tree.json"), "--project", str(project), "--replay-dir", str(replay)],
+        unset=[],
+    )
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "--replay-dir" in res.stderr and "is empty" in res.stderr
+    assert not project.exists()
