@@ -9,6 +9,7 @@ Backends are imported when they are built.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,6 +57,12 @@ def check_cache_dir(path: Path) -> str | None:
         return f"{what} not a directory"
     if not os.access(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable by this user"
+    # Permission bits are not the whole answer (a virtual file system such as /proc says
+    # yes to root, then refuses every file): make a directory there, and remove it.
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".pact-probe-", dir=probe))
+    except OSError as exc:
+        return f"no file can be made in {probe} ({exc.strerror or exc})"
     return None
 
 
