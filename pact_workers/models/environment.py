@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,7 +78,53 @@ class EnvironmentSpec(BaseModel):
         """The absolute path of the interpreter, or None when it cannot be found."""
         return shutil.which(self.python_path, path=path if path is not None else self.path_value())
 
+    def missing_pytest_plugins(self, python: str) -> list[str]:
+        """The ``pytest_plugins`` that ``python`` cannot load: neither the name of an
+        installed plugin (a ``pytest11`` entry point, as ``pytest -p`` takes it) nor an
+        importable module. Asked of the interpreter itself, in a subprocess.
+
+        Raises:
+            EnvironmentSpecError: the interpreter could not answer.
+        """
+        if not self.pytest_plugins:
+            return []
+        try:
+            done = subprocess.run(
+                [python, "-c", _PLUGIN_PROBE, *self.pytest_plugins],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={**self.build_env(""), "PYTHONPATH": ""},
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise EnvironmentSpecError(
+                f"{python} could not list its pytest plugins: {exc}"
+            ) from None
+        if done.returncode != 0:
+            raise EnvironmentSpecError(
+                f"{python} could not list its pytest plugins: {done.stderr.strip()[-300:]}"
+            )
+        return done.stdout.split()
+
     def validate_environment(self, *, parent_env: Mapping[str, str] | None = None) -> list[str]:
         """Return the required tools that are not available (empty: all present)."""
         path = self.path_value(parent_env)
         return [tool for tool in self.required_tools if shutil.which(tool, path=path) is None]
+
+
+#: Prints each name given that is neither a pytest plugin's entry-point name nor an
+#: importable module (run by the environment's interpreter).
+_PLUGIN_PROBE = """
+import importlib.util, sys
+from importlib.metadata import entry_points
+known = set()
+for ep in entry_points(group="pytest11"):
+    known.update((ep.name, ep.value.split(":")[0]))
+for name in sys.argv[1:]:
+    try:
+        found = name in known or importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        print(name)
+"""

@@ -338,3 +338,12 @@ def check_environment(settings: Settings) -> None:
             f"required tools not found on PATH: {', '.join(missing)}; install them or list "
             "their directories in environment.extra_path_dirs in pact.yaml"
         )
+    python = env.resolve_python()
+    assert python is not None
+    unknown = env.missing_pytest_plugins(python)
+    if unknown:
+        raise InputError(
+            f"environment.pytest_plugins in pact.yaml: {', '.join(unknown)} is neither an "
+            f"installed pytest plugin nor a module {python} can import; install it for that "
+            "interpreter, or remove it from the list"
+        )
