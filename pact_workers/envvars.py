@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from pact_workers.errors import InputError
+
+N = TypeVar("N", int, float)
 
 
 def whole_number(
@@ -18,16 +21,15 @@ def whole_number(
         InputError: naming the variable, ``what`` it gives and ``unset`` (what holds
             without it).
     """
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise InputError(f"{name}={raw!r}: give {what}, a whole number of at least 1 ({unset})")
-    return value
+    return _read(
+        environ,
+        name,
+        default,
+        int,
+        lambda v: v >= 1,
+        f"{what}, a whole number of at least 1",
+        unset,
+    )
 
 
 def positive_seconds(
@@ -40,15 +42,33 @@ def positive_seconds(
         InputError: naming the variable, ``what`` it gives and ``unset`` (what holds
             without it).
     """
+    return _read(
+        environ,
+        name,
+        default,
+        float,
+        lambda v: math.isfinite(v) and v > 0,
+        f"{what}, a number of seconds greater than 0",
+        unset,
+    )
+
+
+def _read(
+    environ: Mapping[str, str],
+    name: str,
+    default: N,
+    convert: Callable[[str], N],
+    valid: Callable[[N], bool],
+    wanted: str,
+    unset: str,
+) -> N:
     raw = environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = float(raw)
+        value = convert(raw)
     except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(
-            f"{name}={raw!r}: give {what}, a number of seconds greater than 0 ({unset})"
-        )
+        value = None
+    if value is None or not valid(value):
+        raise InputError(f"{name}={raw!r}: give {wanted} ({unset})")
     return value

@@ -80,6 +80,17 @@ def new_directory(parent: str, prefix: str) -> str:
     raise FileExistsError(f"{parent}: no free name for a {prefix!r} directory")
 
 
+def probe_directory(directory: str | os.PathLike[str]) -> None:
+    """Make a directory in ``directory`` and remove it: whether anything can be made
+    there. Permission bits are not the whole answer: a virtual file system such as
+    /proc says yes to root, then refuses every file.
+
+    Raises:
+        OSError: nothing can be made there.
+    """
+    os.rmdir(new_directory(os.fspath(directory), ".pact-probe-"))
+
+
 def write_file(path: str, data: bytes) -> None:
     """Create or truncate ``path`` and write ``data`` (not atomic: for a file in a
     directory that is renamed into place once complete)."""

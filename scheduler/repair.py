@@ -45,26 +45,16 @@ def mend_from_project(state: RunState, project: ProjectDir, store: ArtifactStore
     for item in state.items.values():
         if item.status is not ItemStatus.DONE or item.output is None or not item.promoted:
             continue
-        key = item_key(item.component_id, item.phase)
-
-        def copy(rel: str, cid: str = item.component_id, phase: Phase = item.phase) -> bytes:
-            path = project.promoted_path(cid, phase, rel)
-            try:
-                with open(path, "rb") as fh:
-                    return fh.read()
-            except OSError:
-                return b""
-
+        cid, phase = item.component_id, item.phase
+        key = item_key(cid, phase)
         try:
             manifest = store.get_manifest(item.output)
         except ArtifactError:
-            manifest = {rel: digest_bytes(copy(rel)) for rel in item.files}
+            manifest = {rel: digest_bytes(_copy(project, cid, phase, rel)) for rel in item.files}
             doc = manifest_bytes(manifest)
             if not item.files or digest_bytes(doc) != item.output:
                 copies = ", ".join(
-                    os.path.relpath(
-                        project.promoted_path(item.component_id, item.phase, rel), project.root
-                    )
+                    os.path.relpath(project.promoted_path(cid, phase, rel), project.root)
                     for rel in item.files
                 )
                 found.lost.append(
@@ -81,12 +71,19 @@ def mend_from_project(state: RunState, project: ProjectDir, store: ArtifactStore
                 continue
             except ArtifactError:
                 pass
-            data = copy(rel)
+            data = _copy(project, cid, phase, rel)
             if digest_bytes(data) == digest:
                 found.blobs[digest] = data
             else:
-                where = os.path.relpath(
-                    project.promoted_path(item.component_id, item.phase, rel), project.root
-                )
+                where = os.path.relpath(project.promoted_path(cid, phase, rel), project.root)
                 found.lost.append(f"{key}: {rel} ({digest}; its copy {where} differs)")
     return found
+
+
+def _copy(project: ProjectDir, component_id: str, phase: Phase, rel: str) -> bytes:
+    """The promoted copy of an output's file ``rel`` (empty when it cannot be read)."""
+    try:
+        with open(project.promoted_path(component_id, phase, rel), "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""

@@ -9,12 +9,12 @@ Backends are imported when they are built.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pact_workers.errors import InputError
+from pact_workers.files import probe_directory
 from scheduler.cache.base import ActionCache, CacheError, CacheMode, effective_mode
 
 if TYPE_CHECKING:
@@ -57,10 +57,8 @@ def check_cache_dir(path: Path) -> str | None:
         return f"{what} not a directory"
     if not os.access(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable by this user"
-    # Permission bits are not the whole answer (a virtual file system such as /proc says
-    # yes to root, then refuses every file): make a directory there, and remove it.
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".pact-probe-", dir=probe))
+        probe_directory(probe)
     except OSError as exc:
         return f"no file can be made in {probe} ({exc.strerror or exc})"
     return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +11,7 @@ import redis
 from pact_workers.agents.factory import AGENTS, agent_options
 from pact_workers.agents.replay import load_replay_script
 from pact_workers.errors import InputError
+from pact_workers.files import probe_directory
 from pact_workers.fleet.blobs import artifact_ttl_s
 from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
 from scheduler.cache.factory import check_cache_env
@@ -254,7 +254,7 @@ def check_runs_dir(runs_dir: Path) -> None:
     created = created_by(runs_dir)
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
-        Path(tempfile.mkdtemp(prefix=".pact-probe-", dir=runs_dir)).rmdir()
+        probe_directory(runs_dir)
     except OSError as exc:
         raise InputError(
             f"{where}: cannot write runs there ({exc.strerror or exc}); choose a directory "

@@ -84,7 +84,8 @@ def resume_run(
         strategy = compute_resume_strategy(basis, project, from_phase=from_phase, redo=redo)
     except ValueError as exc:
         raise InputError(f"{project_dir}: cannot resume: {exc}") from exc
-    mend = mend_from_project(state, project, project.store())
+    store = project.store()
+    mend = mend_from_project(state, project, store)
     if mend.lost and executor_name != "celery":  # a fleet's Redis may still hold them
         shown = "; ".join(mend.lost[:5]) + (
             f"; and {len(mend.lost) - 5} more" if len(mend.lost) > 5 else ""
@@ -95,7 +96,7 @@ def resume_run(
             "restore .pact/artifacts (or those files) from a backup, then resume"
         )
     if mend.blobs:
-        mend.write(project.store())
+        mend.write(store)
         log.warning(
             "%d blob(s) of verified outputs were missing or corrupt in %s: written again "
             "from the promoted copies, which hash to them",

@@ -9,10 +9,10 @@ to do, raised before the first write.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from pact_workers.errors import RunDirError
+from pact_workers.files import probe_directory
 from scheduler.events import RunStarted, parse_event
 from scheduler.project import ProjectDir
 
@@ -62,10 +62,8 @@ def check_new_project_dir(project: ProjectDir) -> None:
         raise RunDirError(
             f"{where}: {existing} is not writable by this user; choose a directory you can write"
         )
-    # Permission bits are not the whole answer (a virtual file system such as /proc says
-    # yes to root, then refuses every file): make a directory there, and remove it.
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".pact-probe-", dir=existing))
+        probe_directory(existing)
     except OSError as exc:
         raise RunDirError(
             f"{where}: cannot write the run there: no file can be made in {existing} "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from pact_workers.artifacts import ArtifactStore
@@ -102,13 +103,7 @@ def restore_provenance(project: ProjectDir, state: RunState, store: ArtifactStor
     on disk, which may have been edited since.
     """
     written = 0
-    for item in state.items.values():
-        if item.status is not ItemStatus.DONE or not item.promoted:
-            continue
-        cid, phase = item.component_id, item.phase
-        path = artifact_path(project, cid, phase)
-        if not path.exists():
-            continue
+    for cid, phase, path in _promoted(project, state):
         if read_artifact_metadata(path) is None:
             write_artifact_metadata(path, metadata_for(project, state, cid, phase))
             written += 1
@@ -123,18 +118,22 @@ def restore_provenance(project: ProjectDir, state: RunState, store: ArtifactStor
     return written
 
 
+def _promoted(project: ProjectDir, state: RunState) -> Iterator[tuple[str, Phase, Path]]:
+    """(component, phase, promoted artifact) of each done, promoted item whose artifact
+    is on disk: the items that have provenance to keep."""
+    for item in state.items.values():
+        if item.status is ItemStatus.DONE and item.promoted:
+            path = artifact_path(project, item.component_id, item.phase)
+            if path.exists():
+                yield item.component_id, item.phase, path
+
+
 def missing_provenance(project: ProjectDir, state: RunState) -> list[str]:
     """The sidecars :func:`restore_provenance` would write (those of done, promoted items
     that are missing or unreadable) and the baselines it would write over (unreadable):
     what ``pact rebuild --dry-run`` reports, and ``pact rebuild`` re-creates."""
     gaps: list[str] = []
-    for item in state.items.values():
-        if item.status is not ItemStatus.DONE or not item.promoted:
-            continue
-        cid, phase = item.component_id, item.phase
-        path = artifact_path(project, cid, phase)
-        if not path.exists():
-            continue
+    for cid, phase, path in _promoted(project, state):
         if read_artifact_metadata(path) is None:
             rel = os.path.relpath(path, project.root)
             gaps.append(

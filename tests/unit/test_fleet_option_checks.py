@@ -58,6 +58,11 @@ def cli(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(app, list(args), env=env)
 
 
+def scheduler(runs: Path | str, *options: str) -> Result:
+    """``pact scheduler`` against a Redis where nothing listens, driving ``runs``."""
+    return cli("scheduler", "--broker", NOBODY, "--runs-dir", str(runs), *options)
+
+
 def one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -140,39 +145,21 @@ def test_a_scheduler_metrics_port_outside_the_tcp_range_is_refused(
     port: str, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
-    res = cli("scheduler", "--broker", NOBODY, "--runs-dir", str(runs), "--metrics-port", port)
+    res = scheduler(runs, "--metrics-port", port)
     assert_refused(res.exit_code, res.stderr, "--metrics-port")
     assert not runs.exists()
 
 
 def test_a_scheduler_metrics_address_that_does_not_resolve_is_refused(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    res = cli(
-        "scheduler",
-        "--broker",
-        NOBODY,
-        "--runs-dir",
-        str(runs),
-        "--metrics-addr",
-        "zzz.invalid",
-        "--metrics-port",
-        "19188",
-    )
+    res = scheduler(runs, "--metrics-addr", "zzz.invalid", "--metrics-port", "19188")
     assert_refused(res.exit_code, res.stderr, "--metrics-addr 'zzz.invalid'", "--metrics-port")
     assert not runs.exists()
 
 
 def test_a_scheduler_metrics_port_in_use_is_refused(port_in_use: int, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    res = cli(
-        "scheduler",
-        "--broker",
-        NOBODY,
-        "--runs-dir",
-        str(runs),
-        "--metrics-port",
-        str(port_in_use),
-    )
+    res = scheduler(runs, "--metrics-port", str(port_in_use))
     assert_refused(res.exit_code, res.stderr, f"--metrics-port {port_in_use}", "in use")
     assert not runs.exists()
 
@@ -183,7 +170,7 @@ def test_a_scheduler_runs_dir_that_cannot_hold_runs_is_refused_before_it_starts(
 ) -> None:
     (tmp_path / "afile").write_text("not a directory")
     runs = where.format(file=tmp_path / "afile")
-    res = cli("scheduler", "--broker", NOBODY, "--runs-dir", runs)
+    res = scheduler(runs)
     assert_refused(res.exit_code, res.stderr, f"--runs-dir {runs}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
     assert not Path("/proc/pact-runs").exists()
