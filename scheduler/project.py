@@ -31,6 +31,7 @@ from pathlib import Path
 from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import RunDirError
 from pact_workers.files import atomic_write, deferred_sync, new_directory, write_file
+from pact_workers.models.documents import not_a_directory
 from pact_workers.models.testing import TestResults
 from pact_workers.models.work import Phase
 from pact_workers.sandbox.base import safe_relpath
@@ -68,6 +69,16 @@ class ProjectDir:
         return self.audit_path.exists()
 
     def require_run(self) -> None:
+        """The project directory exists and has a run log (whether the log holds a run
+        is known only once it is read).
+
+        Raises:
+            RunDirError: naming the path: no such directory, not a directory, no log.
+        """
+        if not self.root.is_dir():
+            raise RunDirError(
+                f"{self.root}: {not_a_directory(self.root)}; give the project directory of a run"
+            )
         if not self.has_run():
             raise RunDirError(
                 f"{self.root}: no pact run here (missing .pact/audit.jsonl); start one with "

@@ -14,6 +14,7 @@ from pact_workers.errors import InputError
 from pact_workers.files import probe_directory
 from pact_workers.fleet.blobs import artifact_ttl_s
 from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
+from pact_workers.models.documents import not_a_directory
 from scheduler.cache.factory import check_cache_env
 from scheduler.commands.agents import SANDBOXES
 from scheduler.commands.rundir import created_by
@@ -292,7 +293,7 @@ def submit_batch(
         if replay_dir is None:
             raise InputError("--agent replay needs --replay-dir DIR (a directory of artifacts)")
         if not replay_dir.is_dir():
-            raise InputError(f"--replay-dir {replay_dir}: no such directory")
+            raise InputError(f"--replay-dir {replay_dir}: {not_a_directory(replay_dir)}")
         load_replay_script(replay_dir)
     elif agent not in AGENTS:
         raise InputError(f"unknown agent {agent!r}; choose one of: {', '.join(AGENTS)}")

@@ -82,11 +82,6 @@ def check_run_dir(project: ProjectDir, *, writes: bool = False) -> None:
     Raises:
         RunDirError: naming the path and the problem.
     """
-    root = project.root
-    if not root.exists():
-        raise RunDirError(f"{root}: no such directory")
-    if not root.is_dir():
-        raise RunDirError(f"{root}: is not a directory; give the project directory of a run")
     project.require_run()
     log = project.audit_path
     if not log.is_file():

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from pact_workers.errors import InputError
 from pact_workers.files import atomic_write
 from pact_workers.gcpause import collector_paused
+from pact_workers.models.documents import not_a_directory
 from scheduler.audit import iter_events
 from scheduler.commands.provenance import TIMELINE_RECORD
 from scheduler.commands.rundir import check_run_dir
@@ -43,7 +44,10 @@ def check_output(output: Path) -> None:
         raise InputError(f"-o {output}: is a directory; name a file")
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir():
-        raise InputError(f"-o {output}: the directory {parent} does not exist; create it first")
+        raise InputError(
+            f"-o {output}: {parent}: {not_a_directory(parent)}; name a file in an existing "
+            "directory"
+        )
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"-o {output}: the directory {parent} is not writable by this user")
 

@@ -90,7 +90,7 @@ def test_svg_and_png_pictures(demo: Path, tmp_path: Path) -> None:
     [
         ("run.pdf", "unknown picture format '.pdf'"),
         ("run", "unknown picture format '(none)'"),
-        ("missing/run.svg", "does not exist; create it first"),
+        ("missing/run.svg", "missing: no such directory"),
     ],
 )
 def test_bad_outputs_are_refused_and_nothing_is_written(
