@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pact_workers.errors import InputError, RunDirError
 from scheduler.commands.rundir import check_run_dir
+from scheduler.launch import load_state
 from scheduler.project import ProjectDir
 from scheduler.provenance.baseline import ArtifactBaseline, read_baselines
 from scheduler.provenance.drift import DriftFinding, ProjectDrift, check_project_drift
@@ -104,10 +105,12 @@ def show_retrospective(*, project_dir: Path) -> tuple[RunRetrospective, bool]:
     now from the log, and not saved.
 
     Raises:
-        RunDirError: ``project_dir`` holds no run.
+        RunDirError: ``project_dir`` holds no run (its log is read first, as for
+            ``pact status``: a saved retrospective does not outlive its run's log).
     """
     project = ProjectDir(project_dir)
     check_run_dir(project)
+    load_state(project)
     saved = latest_retrospective(project_dir)
     if saved is not None:
         return saved, True
