@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -28,7 +28,7 @@ from pact_workers.files import atomic_write
 from pact_workers.models.work import IN_FLIGHT, ItemStatus, Phase
 from scheduler.lifecycle.events import RunCancelled
 from scheduler.project import ProjectDir
-from scheduler.state import RunState, item_key
+from scheduler.state import PHASE_VALUES, RunState, item_key
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,17 @@ class CancelRequest(BaseModel):
     items: list[str] = Field(default_factory=list)
 
 
+def split_item(name: str, components: Collection[str] = ()) -> tuple[str, str]:
+    """``COMPONENT[/PHASE]`` as (component, phase; "" for every phase). Only the last
+    ``/`` can end the component, and only when a phase name (or nothing) follows it or
+    one of ``components`` precedes it: anything else is one component name, reported
+    whole (ids are identifiers, so a name with ``/`` or ``[`` in it is none of a run's)."""
+    head, slash, tail = name.rpartition("/")
+    if slash and (not tail or tail in PHASE_VALUES or head in components):
+        return head, tail
+    return name, ""
+
+
 def cancel_event(state: RunState, request: CancelRequest) -> RunCancelled:
     """The event for ``request``: the items it cancels, as the state stands now.
 
@@ -67,7 +78,7 @@ def cancel_event(state: RunState, request: CancelRequest) -> RunCancelled:
     keys: list[tuple[str, Phase]] = []
     if request.items:
         for name in request.items:
-            cid, _, phase = name.partition("/")
+            cid, phase = split_item(name, state.tree.nodes)
             if cid not in state.tree.nodes:
                 raise InputError(f"cancel {name!r}: no component {cid!r} in this run")
             matching = [
@@ -204,8 +215,8 @@ def cancel_fleet_run(
         first = exc.errors()[0]
         raise InputError(f"pact cancel: --{first['loc'][0]}: {first['msg']}") from None
     for name in request.items:
-        cid, _, phase = name.partition("/")
-        if not cid or (phase and phase not in {p.value for p in Phase}):
+        cid, _ = split_item(name)
+        if not cid or "/" in cid:
             raise InputError(
                 f"cancel {name!r}: name an item as COMPONENT or COMPONENT/PHASE "
                 "(contract, test, implement or integrate)"
