@@ -96,6 +96,15 @@ def find_interview(tree_path: Path) -> FoundInterview | None:
     if not (path.exists() or path.is_symlink()):
         return None  # a directory or a dangling link by that name is refused below
     raw, doc = read_json_input(path, MAX_INTERVIEW_BYTES)
+    known = InterviewDocument.model_fields
+    # Keys the model does not know are kept (Pact's files have more than we read), but
+    # a document with none of its keys is some other file, not an empty interview.
+    if isinstance(doc, dict) and not doc.keys() & known.keys():
+        keys = ", ".join(repr(str(k)[:40]) for k in list(doc)[:5]) or "none"
+        raise InputError(
+            f"{path}: not an interview: none of its keys ({keys}) is one of an interview's "
+            f"({', '.join(known)}); put Pact's interview.json beside the tree, or remove it"
+        )
     try:
         document = InterviewDocument.model_validate(doc)
     except ValidationError as exc:
