@@ -10,9 +10,10 @@ module imports neither.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pact_workers.models.work import Role
 
@@ -22,6 +23,9 @@ Backend = Literal["anthropic", "openai", "command", "replay", "noop"]
 
 #: The model a backend uses when the configuration names none.
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
+
+#: What a shell (and ``export``) takes as an environment variable's name.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class AgentConfig(BaseModel):
@@ -45,6 +49,18 @@ class AgentConfig(BaseModel):
     files_dir: str | None = None
     #: command backend: worker environment variables the command gets (besides the key).
     env_passthrough: list[str] = Field(default_factory=list)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _check_key_env(cls, value: str | None) -> str | None:
+        # Checked here, where pact.yaml is read: a name such as ``a=b`` can never be
+        # set, and was otherwise reported only as a key that is not set.
+        if value is not None and not ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "not the name of an environment variable (letters, digits and '_', not "
+                "starting with a digit), such as ANTHROPIC_API_KEY"
+            )
+        return value
 
 
 class AgentsSettings(BaseModel):
