@@ -1,22 +1,47 @@
-"""The MCP server's resources and tools over a :class:`PactBackend`."""
+"""The MCP server's resources and tools over a :class:`PactBackend`.
+
+Arguments are checked at the edge, as the CLI checks its options:
+
+- An argument a tool does not take is refused, naming it (the SDK would drop it: a
+  client asking ``pact_validate`` for ``path: /etc`` got the project's report).
+- Yes/no and numbers are strict: ``"yes"`` or ``1`` is no ``true``, ``"3"`` or ``true``
+  no priority.
+- Strings are bounded (a path by ``PATH_MAX``, a name by :data:`MAX_NAME`), so a refusal
+  never echoes megabytes back.
+- A refusal reads ``tool: field: problem``, never pydantic's report of it.
+- The server logs at WARNING: the SDK logs every refused request at INFO through rich,
+  with the client's text in it, and formatting a 4 MB argument held up every session
+  for seconds.
+"""
 
 from __future__ import annotations
 
+import inspect
 import json
-from typing import Annotated, Any, Protocol
+from collections.abc import Callable
+from typing import Annotated, Any, Protocol, TypeVar
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from pydantic import Field
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from pydantic import Field, ValidationError
 
 from pact_workers.errors import PactError
+from pact_workers.models.documents import validation_problems
 
 #: The MIME type of every resource: JSON documents.
 JSON = "application/json"
 
+#: The longest path a tool takes (Linux's PATH_MAX) and the longest name (agent, phase).
+MAX_PATH, MAX_NAME = 4096, 100
+
 #: A state-changing tool's confirmation: the JSON value ``true`` and nothing else (not
 #: ``"yes"``, not ``1``, which lax validation would read as true).
 Confirm = Annotated[bool, Field(strict=True, description="true to go ahead")]
+PathText = Annotated[str, Field(max_length=MAX_PATH)]
+Name = Annotated[str, Field(max_length=MAX_NAME)]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class PactBackend(Protocol):
@@ -40,9 +65,48 @@ def _text(doc: Any) -> str:
     return json.dumps(doc, indent=2, default=str)
 
 
+class PactServer(MCPServer):
+    """An :class:`MCPServer` whose tools refuse arguments they do not take, and whose
+    argument errors name the tool and the field (see the module docstring)."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(log_level="WARNING", **settings)
+        #: Each tool's arguments, by tool name.
+        self.arguments: dict[str, tuple[str, ...]] = {}
+
+    def pact_tool(self, name: str) -> Callable[[F], F]:
+        """Register a tool as :meth:`MCPServer.tool` does, and remember its arguments."""
+
+        def register(fn: F) -> F:
+            self.arguments[name] = tuple(inspect.signature(fn).parameters)
+            return self.tool(name=name)(fn)
+
+        return register
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        taken = self.arguments.get(name)
+        unknown = sorted(set(arguments) - set(taken)) if taken is not None else []
+        if unknown:
+            takes = f"it takes {', '.join(taken)}" if taken else "it takes no arguments"
+            raise ToolError(
+                f"{name}: no argument {', '.join(repr(u[:MAX_NAME]) for u in unknown[:5])}; {takes}"
+            )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(
+                f"{name}: {validation_problems(cause, 'arguments')}; see the tool's input schema"
+            ) from cause
+
+
 def build_server(backend: PactBackend, *, version: str = "") -> MCPServer:
     """An MCP server whose resources and tools answer from ``backend``."""
-    server: MCPServer = MCPServer(
+    server = PactServer(
         name="pact",
         title="pact-fleet",
         version=version,
@@ -96,29 +160,29 @@ def build_server(backend: PactBackend, *, version: str = "") -> MCPServer:
         """The scheduler service's runs (when the server was given a broker)."""
         return read(backend.runs)
 
-    @server.tool(name="pact_validate")
+    @server.pact_tool("pact_validate")
     def pact_validate() -> str:
         """Validate the project's contracts; every finding and drift, structured."""
         return call(backend.validate)
 
-    @server.tool(name="pact_status")
+    @server.pact_tool("pact_status")
     def pact_status() -> str:
         """The run's detailed status, with drift and staleness."""
         return call(backend.status)
 
-    @server.tool(name="pact_resume")
-    def pact_resume(confirm: Confirm = False, from_phase: str | None = None) -> str:
+    @server.pact_tool("pact_resume")
+    def pact_resume(confirm: Confirm = False, from_phase: Name | None = None) -> str:
         """Resume the failed, paused or interrupted run. Changes the run: refused
         unless confirm is true."""
         return call(lambda: backend.resume(confirm=confirm, from_phase=from_phase))
 
-    @server.tool(name="pact_submit")
+    @server.pact_tool("pact_submit")
     def pact_submit(
-        trees: list[str],
+        trees: Annotated[list[PathText], Field(min_length=1)],
         confirm: Confirm = False,
-        agent: str = "replay",
-        replay_dir: str | None = None,
-        priority: int = 0,
+        agent: Name = "replay",
+        replay_dir: PathText | None = None,
+        priority: Annotated[int, Field(strict=True)] = 0,
     ) -> str:
         """Submit tree files to the scheduler service as runs. Changes things: refused
         unless confirm is true."""

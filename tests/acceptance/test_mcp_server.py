@@ -245,6 +245,27 @@ def test_http_requires_the_bearer_token(http_server: tuple[int, str]) -> None:
     assert b'"serverInfo"' in body and b'"pact"' in body
 
 
+def test_http_refuses_a_bad_argument_as_stdio_does_and_goes_on_serving(
+    http_server: tuple[int, str],
+) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    port, token = http_server
+
+    async def main() -> tuple[Any, Any]:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        async with http:
+            transport = streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
+            async with Client(transport, read_timeout_seconds=60) as client:
+                bad = await client.call_tool("pact_validate", {"path": "/etc"})
+                return bad, await client.call_tool("pact_status", {})
+
+    bad, status = anyio.run(main)
+    assert bad.is_error and "pact_validate: no argument 'path'" in bad.content[0].text
+    assert not status.is_error and json.loads(status.content[0].text)["status"] == "completed"
+
+
 def test_http_without_a_token_is_refused_at_start(demo: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PACT_MCP_TOKEN"}
     started = subprocess.run(

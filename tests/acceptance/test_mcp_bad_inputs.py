@@ -1,0 +1,95 @@
+"""Bad input through ``pact mcp``, driven by the MCP SDK's own stdio client: every
+refusal is a tool error (or a resource error) that names the argument, file or component
+and what was wrong, as the CLI's refusal of the same input does; nothing is written and
+the server goes on serving.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="the MCP SDK is the optional extra pact-fleet[mcp]")
+
+from mcp.client import Client
+from tests.acceptance.test_mcp_server import server, with_client
+from tests.acceptance.test_provenance_cli import pact
+from tests.conftest import DATA
+
+CONTRACTS = DATA / "bad_inputs" / "contracts"
+#: What pydantic's own report of a validation error looks like (never shown to a client).
+PYDANTIC = ("errors.pydantic.dev", "validation error for", "input_value=")
+
+
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = tmp_path_factory.mktemp("mcp-bad") / "demo"
+    assert pact("demo", str(project)).returncode == 0
+    return project
+
+
+def refused(result: Any, *words: str) -> str:
+    """The text of a tool error, after checking it names every one of ``words``."""
+    text = "".join(getattr(part, "text", "") for part in result.content)
+    assert result.is_error, text
+    for word in words:
+        assert word in text, f"{word!r} not in {text!r}"
+    assert not any(noise in text for noise in PYDANTIC), text
+    assert "Traceback" not in text, text
+    return text
+
+
+def test_an_argument_a_tool_does_not_take_or_of_the_wrong_type_is_refused_naming_it(
+    demo: Path,
+) -> None:
+    async def talk(client: Client) -> dict[str, Any]:
+        calls: dict[str, tuple[str, dict[str, Any]]] = {
+            "validate_path": ("pact_validate", {"path": "/etc"}),
+            "status_extra": ("pact_status", {"verbose": True}),
+            "resume_phase_number": ("pact_resume", {"confirm": True, "from_phase": 5}),
+            "resume_confirm_word": ("pact_resume", {"confirm": "yes"}),
+            "resume_confirm_list": ("pact_resume", {"confirm": [True]}),
+            "submit_trees_string": ("pact_submit", {"trees": 7}),
+            "submit_missing_trees": ("pact_submit", {"confirm": True}),
+        }
+        found = {key: await client.call_tool(name, args) for key, (name, args) in calls.items()}
+        found["status"] = await client.call_tool("pact_status", {})
+        return found
+
+    before = (demo / ".pact" / "audit.jsonl").read_bytes()
+    found = with_client(server("--project", str(demo)), talk)
+    # Not silently dropped: a client that asked to validate /etc is told it cannot.
+    refused(found["validate_path"], "pact_validate", "'path'", "takes no arguments")
+    refused(found["status_extra"], "pact_status", "'verbose'")
+    refused(found["resume_phase_number"], "pact_resume", "from_phase", "string")
+    refused(found["resume_confirm_word"], "pact_resume", "confirm", "boolean")
+    refused(found["resume_confirm_list"], "pact_resume", "confirm", "boolean")
+    refused(found["submit_trees_string"], "pact_submit", "trees", "list")
+    refused(found["submit_missing_trees"], "pact_submit", "trees", "required")
+    assert not found["status"].is_error  # and the server goes on serving
+    assert (demo / ".pact" / "audit.jsonl").read_bytes() == before
+
+
+def test_a_huge_argument_is_refused_at_once_without_being_echoed(demo: Path) -> None:
+    huge = "x" * (4 << 20)
+
+    async def talk(client: Client) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, name, args in (
+            ("phase", "pact_resume", {"confirm": True, "from_phase": huge}),
+            ("tree", "pact_submit", {"trees": [huge], "confirm": True}),
+            ("agent", "pact_submit", {"trees": ["t.json"], "agent": huge}),
+        ):
+            started = time.monotonic()
+            found[key] = await client.call_tool(name, args)
+            found[f"{key}_s"] = time.monotonic() - started
+        return found
+
+    found = with_client(server("--project", str(demo)), talk)
+    for key, field in (("phase", "from_phase"), ("tree", "trees.0"), ("agent", "agent")):
+        text = refused(found[key], field, "at most")
+        assert len(text) < 1000, text[:200]
+        # Formatting a 4 MB value into the server's log held up every session for 19 s.
+        assert found[f"{key}_s"] < 5, found[f"{key}_s"]
