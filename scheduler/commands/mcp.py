@@ -14,10 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from pact_workers.errors import InputError
 from pact_workers.models.contract import ComponentContract
+from pydantic import ValidationError
 from scheduler.budget import PhaseBudget
 from scheduler.commands.fleet import list_service_runs, submit_batch
 from scheduler.commands.inspection import status_report
@@ -35,6 +34,16 @@ class NoProject(InputError):
 
 class NotConfirmed(InputError):
     """A state-changing tool was called without ``confirm: true``."""
+
+
+def given_path(field: str, value: str) -> Path:
+    """A path a client gave as text: refused when empty (it would mean the working
+    directory) or holding a NUL byte (no path can)."""
+    if not value:
+        raise InputError(f"{field}: an empty path; give a file or directory, or leave it out")
+    if "\x00" in value:
+        raise InputError(f"{field}: {value!r} holds a NUL byte, which no path can; fix the path")
+    return Path(value)
 
 
 def discover_project(explicit: Path | None, cwd: Path) -> Path | None:
@@ -167,6 +176,8 @@ class ProjectTools:
             raise InputError(
                 "no scheduler service: start the server with `pact mcp --broker redis://...`"
             )
+        paths = [given_path(f"trees[{i}]", tree) for i, tree in enumerate(trees)]
+        replay = None if replay_dir is None else given_path("replay_dir", replay_dir)
         if confirm is not True:
             raise NotConfirmed(
                 f"pact_submit queues {len(trees)} tree(s) as runs: call it again with "
@@ -174,10 +185,10 @@ class ProjectTools:
             )
         queued, errors = submit_batch(
             broker_url=self.broker_url,
-            trees=[Path(t) for t in trees],
+            trees=paths,
             priority=priority,
             agent=agent,
-            replay_dir=Path(replay_dir) if replay_dir else None,
+            replay_dir=replay,
         )
         return {"queued": [e.model_dump(mode="json") for e in queued], "rejected": errors}
 

@@ -6,6 +6,7 @@ the server goes on serving.
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,12 @@ def refused(result: Any, *words: str) -> str:
     return text
 
 
+def dead_broker() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
+
+
 def test_an_argument_a_tool_does_not_take_or_of_the_wrong_type_is_refused_naming_it(
     demo: Path,
 ) -> None:
@@ -70,6 +77,35 @@ def test_an_argument_a_tool_does_not_take_or_of_the_wrong_type_is_refused_naming
     refused(found["submit_missing_trees"], "pact_submit", "trees", "required")
     assert not found["status"].is_error  # and the server goes on serving
     assert (demo / ".pact" / "audit.jsonl").read_bytes() == before
+
+
+def test_submit_refuses_no_trees_empty_paths_nul_bytes_and_numbers_that_are_not_numbers(
+    example: Path,
+) -> None:
+    tree = str(example / "tree.json")
+    replay = str(example / "replay")
+    go = {"confirm": True, "replay_dir": replay}
+
+    async def talk(client: Client) -> dict[str, Any]:
+        calls: dict[str, dict[str, Any]] = {
+            "no_trees": {"trees": [], **go},
+            "empty_path": {"trees": [tree, ""], **go},
+            "nul_byte": {"trees": ["a\x00b.json"], **go},
+            "priority_text": {"trees": [tree], "priority": "3", **go},
+            "priority_yes": {"trees": [tree], "priority": True, **go},
+            "empty_replay_dir": {"trees": [tree], "confirm": True, "replay_dir": ""},
+            "nul_replay_dir": {"trees": [tree], "confirm": True, "replay_dir": "r\x00"},
+        }
+        return {key: await client.call_tool("pact_submit", args) for key, args in calls.items()}
+
+    found = with_client(server("--broker", dead_broker()), talk)
+    refused(found["no_trees"], "trees", "at least 1")
+    refused(found["empty_path"], "trees[1]", "empty")
+    refused(found["nul_byte"], "trees[0]", "NUL")
+    refused(found["priority_text"], "priority", "integer")
+    refused(found["priority_yes"], "priority", "integer")
+    refused(found["empty_replay_dir"], "replay_dir", "empty")
+    refused(found["nul_replay_dir"], "replay_dir", "NUL")
 
 
 def test_a_huge_argument_is_refused_at_once_without_being_echoed(demo: Path) -> None:
