@@ -5,7 +5,8 @@ documents. The MCP server (:mod:`pact_workers.mcp`) only registers them.
 The project is the one given, else the working directory when it holds a run; with
 neither, every answer is a :class:`NoProject` error saying how to give one (the server
 still starts). Reading is free; resuming a run and submitting trees change things and
-are refused unless the caller passes ``confirm=True``.
+are refused unless the caller passes ``confirm=True``. Contracts are read as
+``pact validate`` reads them (the same checks, the same messages).
 """
 
 from __future__ import annotations
@@ -15,15 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from pact_workers.errors import InputError
-from pact_workers.models.contract import ComponentContract
-from pydantic import ValidationError
+from pact_workers.verify import CONTRACT_FILE
 from scheduler.budget import PhaseBudget
 from scheduler.commands.fleet import list_service_runs, submit_batch
 from scheduler.commands.inspection import status_report
 from scheduler.commands.provenance import show_retrospective
 from scheduler.commands.resuming import resume_run
 from scheduler.commands.statusdoc import status_json
-from scheduler.commands.validate import validate_path
+from scheduler.commands.validate import _read_contract, read_contracts, validate_path
 from scheduler.project import ProjectDir
 from scheduler.settings import load_settings
 
@@ -79,8 +79,8 @@ class ProjectTools:
         project = ProjectDir(self._project())
         project.require_run()
         found = []
-        for interface in sorted(project.contracts_dir.glob("*/interface.json")):
-            contract = self._read(interface)
+        directory = project.contracts_dir
+        for contract in read_contracts(directory, None) if directory.is_dir() else []:
             found.append(
                 {
                     "component_id": contract.component_id,
@@ -97,21 +97,20 @@ class ProjectTools:
         """One component's promoted contract, whole."""
         project = ProjectDir(self._project())
         project.require_run()
-        known = {p.parent.name for p in project.contracts_dir.glob("*/interface.json")}
+        known = {p.parent.name for p in project.contracts_dir.glob(f"*/{CONTRACT_FILE}")}
         if component_id not in known:
             raise InputError(
                 f"component {component_id!r}: no promoted contract; known: "
                 f"{', '.join(sorted(known)) or '(none yet)'}"
             )
-        interface = project.contracts_dir / component_id / "interface.json"
-        return self._read(interface).model_dump(mode="json")
-
-    @staticmethod
-    def _read(interface: Path) -> ComponentContract:
-        try:
-            return ComponentContract.model_validate_json(interface.read_bytes())
-        except (OSError, ValidationError) as exc:
-            raise InputError(f"{interface}: cannot be read as a contract ({exc})") from None
+        interface = project.contracts_dir / component_id / CONTRACT_FILE
+        contract = _read_contract(interface)
+        if contract.component_id != component_id:  # as read_contracts refuses it
+            raise InputError(
+                f"{interface}: component_id is {contract.component_id!r} but the contract lies "
+                f"in the directory of {component_id!r}"
+            )
+        return contract.model_dump(mode="json")
 
     def budget(self) -> dict[str, Any]:
         """Spend against the budget, by phase (as ``pact status`` shows it)."""

@@ -6,17 +6,21 @@ the server goes on serving.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import socket
 import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 pytest.importorskip("mcp", reason="the MCP SDK is the optional extra pact-fleet[mcp]")
 
 from mcp.client import Client
-from tests.acceptance.test_mcp_server import server, with_client
+from tests.acceptance.test_mcp_server import server, text_of, with_client
 from tests.acceptance.test_provenance_cli import pact
 from tests.conftest import DATA
 
@@ -129,3 +133,63 @@ def test_a_huge_argument_is_refused_at_once_without_being_echoed(demo: Path) -> 
         assert len(text) < 1000, text[:200]
         # Formatting a 4 MB value into the server's log held up every session for 19 s.
         assert found[f"{key}_s"] < 5, found[f"{key}_s"]
+
+
+def broken_contracts(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo run with contracts the CLI's validate refuses, and a FIFO for one."""
+    project = tmp_path_factory.mktemp("mcp-contracts") / "run"
+    shutil.copytree(demo, project)
+    contracts = project / ".pact" / "contracts"
+    for case in ("invalid_json", "misplaced"):
+        (contracts / case).mkdir()
+        shutil.copyfile(
+            CONTRACTS / case / "lexer" / "interface.json", contracts / case / "interface.json"
+        )
+    lexer = json.loads((contracts / "lexer" / "interface.json").read_text())
+    (contracts / "huge_number").mkdir()
+    (contracts / "huge_number" / "interface.json").write_text(
+        json.dumps({**lexer, "component_id": "huge_number"})[:-1]
+        + ', "version": '
+        + "9" * 5000
+        + "}"
+    )
+    (contracts / "fifo").mkdir()
+    os.mkfifo(contracts / "fifo" / "interface.json")  # no writer: reading it waits forever
+    return project
+
+
+def test_contract_resources_read_contracts_as_pact_validate_does(broken_contracts: Path) -> None:
+    async def talk(client: Client) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for name in ("invalid_json", "misplaced", "huge_number", "fifo", "lexer"):
+            try:
+                found[name] = "OK " + text_of(await client.read_resource(f"pact://contract/{name}"))
+            except Exception as exc:  # the SDK raises the server's error
+                found[name] = str(exc)
+        try:
+            found["all"] = "OK " + text_of(await client.read_resource("pact://contracts"))
+        except Exception as exc:
+            found["all"] = str(exc)
+        validated = await client.call_tool("pact_validate", {})
+        found["validate"] = "".join(getattr(p, "text", "") for p in validated.content)
+        return found
+
+    async def main() -> dict[str, str]:
+        # A short timeout: the FIFO hung the read (the test fails instead of hanging).
+        async with Client(server("--project", str(broken_contracts)), read_timeout_seconds=20) as c:
+            return await talk(c)
+
+    found = anyio.run(main)
+    assert "invalid_json/interface.json" in found["invalid_json"]
+    assert "invalid JSON" in found["invalid_json"] and "line 3" in found["invalid_json"]
+    assert "'parser'" in found["misplaced"] and "directory of 'misplaced'" in found["misplaced"]
+    assert "more than 4300 digits" in found["huge_number"]
+    assert "fifo/interface.json" in found["fifo"] and "not a regular file" in found["fifo"]
+    for name in ("invalid_json", "misplaced", "huge_number", "fifo"):
+        assert not any(noise in found[name] for noise in PYDANTIC), found[name]
+    assert found["lexer"].startswith("OK ")  # a good contract beside bad ones is served
+    # pact://contracts refuses with pact validate's own message for the first bad one.
+    cli = pact("validate", str(broken_contracts))
+    assert cli.returncode == 2
+    first = " ".join(cli.stderr.split()).removeprefix("error: ")
+    assert first in found["all"] and first in found["validate"]
