@@ -6,16 +6,19 @@ The project is the one given, else the working directory when it holds a run; wi
 neither, every answer is a :class:`NoProject` error saying how to give one (the server
 still starts). Reading is free; resuming a run and submitting trees change things and
 are refused unless the caller passes ``confirm=True``. Contracts are read as
-``pact validate`` reads them (the same checks, the same messages).
+``pact validate`` reads them (the same checks, the same messages). One resume at a time:
+a client's parallel calls would otherwise race for the run between the check that no
+one drives it and the first event written.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
-from pact_workers.errors import InputError
+from pact_workers.errors import InputError, RunDirError
 from pact_workers.verify import CONTRACT_FILE
 from scheduler.budget import PhaseBudget
 from scheduler.commands.fleet import list_service_runs, submit_batch
@@ -59,6 +62,7 @@ class ProjectTools:
     def __init__(self, project: Path | None, *, broker_url: str | None = None) -> None:
         self.project = project
         self.broker_url = broker_url
+        self._resuming = threading.Lock()
 
     def _project(self) -> Path:
         if self.project is None:
@@ -164,7 +168,15 @@ class ProjectTools:
                 f"pact_resume changes the run in {project}: call it again with "
                 '"confirm": true to resume it'
             )
-        state, repaired = resume_run(project_dir=project, from_phase=from_phase)
+        if not self._resuming.acquire(blocking=False):
+            raise RunDirError(
+                f"{project}: this server is already resuming the run (an earlier pact_resume "
+                "call); wait for that call to end, and read pact://status to follow it"
+            )
+        try:
+            state, repaired = resume_run(project_dir=project, from_phase=from_phase)
+        finally:
+            self._resuming.release()
         return {"run_id": state.run_id, "status": state.status.value, "repaired": repaired}
 
     def submit(

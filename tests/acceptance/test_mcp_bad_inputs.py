@@ -193,3 +193,38 @@ def test_contract_resources_read_contracts_as_pact_validate_does(broken_contract
     assert cli.returncode == 2
     first = " ".join(cli.stderr.split()).removeprefix("error: ")
     assert first in found["all"] and first in found["validate"]
+
+
+def test_concurrent_resumes_of_one_run_drive_it_once_and_write_one_resume(
+    example: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "failed"
+    project.mkdir()
+    (project / "pact.yaml").write_text("max_attempts: 1\n")
+    failed = pact(
+        "run", str(example / "tree.json"), "--project", str(project),
+        "--replay-dir", str(example / "replay"),
+    )  # fmt: skip
+    assert failed.returncode == 1
+
+    async def talk(client: Client) -> list[Any]:
+        results: list[Any] = []
+
+        async def resume() -> None:
+            results.append(await client.call_tool("pact_resume", {"confirm": True}))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(6):
+                group.start_soon(resume)
+        return results
+
+    results = with_client(server("--project", str(project)), talk)
+    done = [r for r in results if not r.is_error]
+    assert len(done) == 1 and json.loads(done[0].content[0].text)["status"] == "completed"
+    for result in results:
+        if result.is_error:
+            refused(result, str(project), "already resuming", "pact://status")
+    log = (project / ".pact" / "audit.jsonl").read_text().splitlines()
+    assert (
+        sum('"type": "run_resumed"' in line or '"type":"run_resumed"' in line for line in log) == 1
+    )
