@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pact_workers.errors import InputError, RunDirError
+from pact_workers.models.documents import not_a_directory
 from pact_workers.verify import CONTRACT_FILE
 from scheduler.budget import PhaseBudget
 from scheduler.commands.fleet import list_service_runs, submit_batch
@@ -120,10 +121,16 @@ class ProjectTools:
         """Spend against the budget, by phase (as ``pact status`` shows it)."""
         project = self._project()
         state, _, _ = status_report(project_dir=project)
-        settings = load_settings(ProjectDir(project).settings_path)
-        total = settings.budget_usd
+        try:
+            settings = load_settings(ProjectDir(project).settings_path)
+        except InputError as exc:  # as `pact status`: the spend without caps, and why
+            settings, warnings = None, [str(exc)]
+        else:
+            warnings = []
+        total = settings.budget_usd if settings else None
         phases = PhaseBudget(
-            phase_spend=dict(state.spend_by_phase), phase_caps=settings.budget.phase_caps
+            phase_spend=dict(state.spend_by_phase),
+            phase_caps=settings.budget.phase_caps if settings else {},
         ).phase_summary(total)
         return {
             "spent_usd": state.usage.cost_usd,
@@ -131,6 +138,7 @@ class ProjectTools:
             "remaining_usd": None if total is None else max(0.0, total - state.usage.cost_usd),
             "tokens": {"input": state.usage.input_tokens, "output": state.usage.output_tokens},
             "phases": phases,
+            "warnings": warnings,
         }
 
     def retrospective(self) -> dict[str, Any]:
@@ -225,7 +233,9 @@ def serve_mcp(
             the MCP SDK is not installed.
     """
     if project is not None and not project.is_dir():
-        raise InputError(f"--project {project}: no such directory; give a project directory")
+        raise InputError(
+            f"--project {project}: {not_a_directory(project)}; give a project directory"
+        )
     if http_port is not None and not token:
         raise InputError(
             "--http needs a bearer token: set PACT_MCP_TOKEN to a secret the clients send "

@@ -10,6 +10,8 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ import pytest
 pytest.importorskip("mcp", reason="the MCP SDK is the optional extra pact-fleet[mcp]")
 
 from mcp.client import Client
+
 from tests.acceptance.test_mcp_server import server, text_of, with_client
 from tests.acceptance.test_provenance_cli import pact
 from tests.conftest import DATA
@@ -29,6 +32,7 @@ CONTRACTS = DATA / "bad_inputs" / "contracts"
 PYDANTIC = ("errors.pydantic.dev", "validation error for", "input_value=")
 
 
+@pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     project = tmp_path_factory.mktemp("mcp-bad") / "demo"
     assert pact("demo", str(project)).returncode == 0
@@ -135,6 +139,7 @@ def test_a_huge_argument_is_refused_at_once_without_being_echoed(demo: Path) -> 
         assert found[f"{key}_s"] < 5, found[f"{key}_s"]
 
 
+@pytest.fixture(scope="module")
 def broken_contracts(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo run with contracts the CLI's validate refuses, and a FIFO for one."""
     project = tmp_path_factory.mktemp("mcp-contracts") / "run"
@@ -228,3 +233,37 @@ def test_concurrent_resumes_of_one_run_drive_it_once_and_write_one_resume(
     assert (
         sum('"type": "run_resumed"' in line or '"type":"run_resumed"' in line for line in log) == 1
     )
+
+
+def test_budget_with_an_unreadable_pact_yaml_shows_the_spend_and_says_why(
+    demo: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "run"
+    shutil.copytree(demo, project)
+    (project / "pact.yaml").mkdir()  # as `pact status` does: a warning, not a refusal
+
+    async def talk(client: Client) -> Any:
+        return json.loads(text_of(await client.read_resource("pact://budget")))
+
+    budget = with_client(server("--project", str(project)), talk)
+    cli = json.loads(pact("status", str(demo), "--json").stdout)
+    assert budget["spent_usd"] == pytest.approx(cli["usage"]["cost_usd"])
+    assert budget["budget_usd"] is None and set(budget["phases"]) >= {"contract", "implement"}
+    [warning] = budget["warnings"]
+    assert "pact.yaml" in warning and "is a directory" in warning
+
+
+def test_a_project_that_is_a_file_is_refused_at_start(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("a file, not a directory\n")
+    started = subprocess.run(
+        [sys.executable, "-m", "scheduler.cli", "mcp", "--project", str(afile)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert started.returncode == 2
+    message = " ".join(started.stderr.split())
+    assert "afile" in message and "is not a directory" in message, message
+    assert "Traceback" not in started.stderr
