@@ -73,7 +73,7 @@ def resume_run(
         new_agent = (name, options)
     require_keys(settings, name, executor_name)
     if sandbox_name == "local":
-        check_environment(settings)
+        check_environment(settings, project.settings_path)
     cache_warnings: list[str] = []
     cache = embedded_cache(settings.cache, name, executor_name, cache_warnings)
     for warning in cache_warnings:

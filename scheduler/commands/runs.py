@@ -146,7 +146,7 @@ def prepare_run(
     agent, options = make_agent(name, replay_dir=replay_dir, settings=settings, sandbox=sandbox)
     require_keys(settings, name, executor_name)
     if sandbox_name == "local":  # a container's tools are checked in its image, per run
-        check_environment(settings)
+        check_environment(settings, project.settings_path)
     warnings = []
     if name == "noop":
         warnings.append(NOOP_NOTE)
@@ -326,24 +326,31 @@ def require_keys(settings: Settings, agent_name: str, executor_name: str) -> Non
             raise InputError("; ".join(missing))
 
 
-def check_environment(settings: Settings) -> None:
+def check_environment(settings: Settings, settings_path: Path) -> None:
+    """The interpreter, the tools and the pytest plugins ``environment:`` names are here.
+
+    Raises:
+        InputError: naming ``settings_path`` (where they are set) and the key.
+    """
     env = settings.environment
+    where = f"{settings_path}: environment"
     if env.resolve_python() is None:
         raise InputError(
-            f"environment.python_path {env.python_path!r} is not on PATH; set it in pact.yaml"
+            f"{where}.python_path {env.python_path!r} is not on PATH; set it to an absolute "
+            "path, or list its directory in environment.extra_path_dirs"
         )
     missing = env.validate_environment()
     if missing:
         raise InputError(
-            f"required tools not found on PATH: {', '.join(missing)}; install them or list "
-            "their directories in environment.extra_path_dirs in pact.yaml"
+            f"{where}.required_tools: {', '.join(missing)} not found on PATH; install them "
+            "or list their directories in environment.extra_path_dirs"
         )
     python = env.resolve_python()
     assert python is not None
     unknown = env.missing_pytest_plugins(python)
     if unknown:
         raise InputError(
-            f"environment.pytest_plugins in pact.yaml: {', '.join(unknown)} is neither an "
-            f"installed pytest plugin nor a module {python} can import; install it for that "
-            "interpreter, or remove it from the list"
+            f"{where}.pytest_plugins: {', '.join(unknown)} is neither an installed pytest "
+            f"plugin nor a module {python} can import; install it for that interpreter, or "
+            "remove it from the list"
         )
