@@ -22,7 +22,13 @@ from pydantic import (
 from pact_workers.agents.factory import AgentsSettings
 from pact_workers.agents.pricing import Price
 from pact_workers.errors import SettingsError
-from pact_workers.models.documents import given, load_yaml, parse_value_problem, read_input_file
+from pact_workers.models.documents import (
+    given,
+    load_yaml,
+    parse_value_problem,
+    read_input_file,
+    yaml_position,
+)
 from pact_workers.models.environment import EnvironmentSpec
 from scheduler.budget import BudgetSettings
 from scheduler.cache.base import CacheMode
@@ -183,7 +189,7 @@ def load_settings(path: Path, **overrides: Any) -> Settings:
         try:
             loaded = load_yaml(text)  # a key set twice is refused, not the first dropped
         except yaml.YAMLError as exc:
-            raise SettingsError(f"{path}: cannot be parsed: {exc}") from exc
+            raise SettingsError(f"{path}: cannot be parsed{yaml_position(exc)}") from exc
         except ValueError as exc:  # a value YAML cannot convert: a giant number, a bad date
             raise SettingsError(f"{path}: cannot be parsed: {parse_value_problem(exc)}") from None
         except RecursionError:

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pact_workers.agents.base import AgentOutput, AgentRequest
 from pact_workers.errors import InputError, PermanentAgentError, TransientAgentError
 from pact_workers.models.audit import AUDIT_FILE
-from pact_workers.models.documents import parse_value_problem
+from pact_workers.models.documents import parse_value_problem, yaml_position
 from pact_workers.models.teachback import TEACHBACK_FILE
 from pact_workers.models.work import Phase, Role, Usage
 from pact_workers.sandbox.base import safe_relpath
@@ -78,7 +78,9 @@ def load_replay_script(directory: Path) -> ReplayScript:
     try:
         data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         return ReplayScript.model_validate(data)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: cannot be parsed{yaml_position(exc)}") from exc
+    except UnicodeDecodeError as exc:
         raise InputError(f"{path}: cannot be parsed: {exc}") from exc
     except ValueError as exc:  # a value YAML cannot convert: a giant number, a bad date
         raise InputError(f"{path}: cannot be parsed: {parse_value_problem(exc)}") from None

@@ -33,6 +33,7 @@ __all__ = [
     "read_input_file",
     "read_json_input",
     "validation_problems",
+    "yaml_position",
 ]
 
 
@@ -114,7 +115,7 @@ def _parse(text: str, where: str, *, yaml_format: bool) -> Any:
         except _DuplicateKey as exc:
             raise TreeError(f"{where}: {exc}") from exc
         except yaml.YAMLError as exc:
-            raise TreeError(f"{where}: invalid YAML{_yaml_position(exc)}") from exc
+            raise TreeError(f"{where}: invalid YAML{yaml_position(exc)}") from exc
         except ValueError as exc:
             raise TreeError(f"{where}: invalid YAML: {parse_value_problem(exc)}") from None
     try:
@@ -158,7 +159,10 @@ def given(error: Any) -> str:
     return ""
 
 
-def _yaml_position(exc: yaml.YAMLError) -> str:
+def yaml_position(exc: yaml.YAMLError) -> str:
+    """Where a YAML error is and what it is, on one line (`` at line L column C: ...``),
+    to follow the file's name: PyYAML's own text spans lines and names the text it
+    parsed ``<unicode string>``."""
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     if mark is None:

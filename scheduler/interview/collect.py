@@ -22,7 +22,12 @@ from typing import Any
 import yaml
 
 from pact_workers.errors import InputError
-from pact_workers.models.documents import load_yaml, parse_value_problem, read_input_file
+from pact_workers.models.documents import (
+    load_yaml,
+    parse_value_problem,
+    read_input_file,
+    yaml_position,
+)
 from scheduler.interview.answers import AnswerLog, AnswerSource, AuditedAnswer
 from scheduler.interview.document import InterviewerOutput
 from scheduler.interview.matching import ACCEPTED_AS_STATED, match_answer_to_question
@@ -53,7 +58,7 @@ def answers_from_file(path: Path, interview: InterviewerOutput) -> AnswerLog:
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
     except yaml.YAMLError as exc:
-        raise InputError(f"{path}: invalid YAML: {exc}") from None
+        raise InputError(f"{path}: invalid YAML{yaml_position(exc)}") from None
     except ValueError as exc:  # a value YAML cannot convert: a giant number, a bad date
         raise InputError(f"{path}: invalid YAML: {parse_value_problem(exc)}") from None
     except OSError as exc:

@@ -111,6 +111,19 @@ def test_pact_plan_answers_file_with_an_invalid_boolean_exits_2_naming_the_quest
     assert all(a["source"] == "answers_file" and a["confidence"] == 1.0 for a in log.values())
 
 
+def test_pact_plan_answers_file_that_is_not_yaml_exits_2_naming_the_file_and_line(
+    example: Path, tmp_path: Path
+) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("q_001: no\nq_003: [unary\nq_004: 50\n")
+    project = tmp_path / "project"
+    res = pact(*plan_args(example, project, "--answers", str(answers)))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"{answers}: invalid YAML at line 3 column 6: expected ','" in res.stderr
+    assert "<unicode string>" not in res.stderr and "Traceback" not in res.stderr
+    assert not project.exists()
+
+
 def test_pact_plan_at_the_terminal_asks_again_after_an_invalid_answer(
     example: Path, tmp_path: Path
 ) -> None:
