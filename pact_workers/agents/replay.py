@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pact_workers.agents.base import AgentOutput, AgentRequest
 from pact_workers.errors import InputError, PermanentAgentError, TransientAgentError
 from pact_workers.models.audit import AUDIT_FILE
-from pact_workers.models.documents import parse_value_problem, yaml_position
+from pact_workers.models.documents import parse_value_problem, validation_problems, yaml_position
 from pact_workers.models.teachback import TEACHBACK_FILE
 from pact_workers.models.work import Phase, Role, Usage
 from pact_workers.sandbox.base import safe_relpath
@@ -82,13 +82,10 @@ def load_replay_script(directory: Path) -> ReplayScript:
         raise InputError(f"{path}: cannot be parsed{yaml_position(exc)}") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: cannot be parsed: {exc}") from exc
+    except ValidationError as exc:  # before ValueError, which it is
+        raise InputError(f"{path}: {validation_problems(exc, 'replay.yaml')}") from None
     except ValueError as exc:  # a value YAML cannot convert: a giant number, a bad date
         raise InputError(f"{path}: cannot be parsed: {parse_value_problem(exc)}") from None
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(f"{path}: {problems}") from exc
 
 
 class ReplayAgent:
