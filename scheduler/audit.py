@@ -229,6 +229,11 @@ class AuditLog:
             self._lock_fh.close()
             self._lock_fh = None
 
+    @property
+    def is_open(self) -> bool:
+        """Whether this object holds the run's lock (between :meth:`open` and :meth:`close`)."""
+        return self._lock_fh is not None
+
     def __enter__(self) -> AuditLog:
         return self.open()
 

@@ -41,13 +41,17 @@ class RunJournal:
         listener: Listener | None = None,
         fence: Callable[[], None] | None = None,
         before_commit: Callable[[], None] | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
+        """``audit``: the run's log as a caller already holds it open (a resume, which
+        must hold the run from its checks on); it is released with the journal."""
         self.project = project
         #: Called before staged events are written: makes what they name durable (the
         #: artifact store's deferred writes), so that no event outlives its data.
         self.before_commit = before_commit
         self.listener = listener
-        self.audit = AuditLog(project.audit_path, fence=fence)
+        self.audit = audit if audit is not None else AuditLog(project.audit_path)
+        self.audit.fence = fence
         self.state = RunState()
         self._effects: list[Callable[[], None]] = []
         self._snapshot_seq = 0
@@ -56,8 +60,9 @@ class RunJournal:
 
     def open(self) -> None:
         """Take the run's lock (the caller then folds the log into :attr:`state`, and
-        says so with :meth:`loaded`)."""
-        self.audit.open()
+        says so with :meth:`loaded`); a log handed over open is held already."""
+        if not self.audit.is_open:
+            self.audit.open()
 
     def loaded(self, state: RunState, covered: int | None) -> None:
         """The log, folded: ``state``, from a snapshot of the events up to ``covered``

@@ -141,20 +141,24 @@ def execute_resume(
     original_status: str | None = None,
     agent: tuple[str, dict[str, str]] | None = None,
     in_place: bool = False,
+    audit: AuditLog | None = None,
 ) -> RunState:
     """Log ``run_resumed`` with the original failure reason, then apply it.
 
     Writes the audit log (the event) and state.json (the new snapshot); the
     project directory is ``state.project_dir``. The event is applied to a copy of
     ``state``, or with ``in_place`` to ``state`` itself (for a caller that has no other
-    use for it: a deep copy takes about a second at 10,000 components).
+    use for it: a deep copy takes about a second at 10,000 components). ``audit``: the
+    run's log, open, when the caller holds the run from its checks on (left open);
+    otherwise the log is opened for the event.
     """
     if not state.project_dir:
         raise ValueError("state.project_dir is not set; load the state with rebuild_state")
     project = ProjectDir(state.project_dir)
     original = state.fail_reason or state.pause_reason
-    with AuditLog(project.audit_path) as audit:
-        event = audit.append(
+    held = audit if audit is not None else AuditLog(project.audit_path).open()
+    try:
+        event = held.append(
             RunResumed(
                 original_status=original_status or state.status.value,
                 original_reason=original,
@@ -166,6 +170,9 @@ def execute_resume(
                 agent_options=agent[1] if agent else {},
             )
         )
+    finally:
+        if audit is None:
+            held.close()
     new = apply(state if in_place else state.model_copy(deep=True), event)
     new.project_dir = state.project_dir
     project.write_state(new)

@@ -23,6 +23,7 @@ from pact_workers.models.work import (
     Phase,
     ResultMessage,
 )
+from scheduler.audit import AuditLog
 from scheduler.cache import ActionCache
 from scheduler.dispatching import Dispatching
 from scheduler.events import (
@@ -74,10 +75,12 @@ class RunController(
         fence: Callable[[], None] | None = None,
         cache: ActionCache | None = None,
         loaded: tuple[RunState, LogMark] | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         """``loaded``: the run's state as the caller just folded and snapshotted it (a
         resume), with the mark of the log it covers: taken as the fold on open if the
-        log still ends there, instead of reading state.json again."""
+        log still ends there, instead of reading state.json again. ``audit``: the run's
+        log, open, when the caller holds the run already (a resume); released on close."""
         self.project = project
         self._loaded = loaded
         self.executor = executor
@@ -91,7 +94,11 @@ class RunController(
         self.stop = stop
         #: The audit log, the state folded from it, and the effects waiting for it.
         self.journal = RunJournal(
-            project, listener=listener, fence=fence, before_commit=self._make_durable
+            project,
+            listener=listener,
+            fence=fence,
+            before_commit=self._make_durable,
+            audit=audit,
         )
         self.scheduler: WavefrontScheduler | None = None
         #: What one attempt of each phase may cost before any has been seen (per run).

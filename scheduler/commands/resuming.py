@@ -58,85 +58,93 @@ def resume_run(
     check_run_dir(project, writes=True)
     if not os.access(project.pact, os.W_OK):
         raise RunDirError(f"{project.pact}: not writable by this user; cannot resume here")
-    with AuditLog(project.audit_path):
-        pass  # fails at once when another pact process holds the run
-    state, _, covered = load_run(project)
-    settings = load_settings(project.settings_path)
-    new_agent: tuple[str, dict[str, str]] | None = None
-    sandbox = make_sandbox(sandbox_name)
-    if agent_name is None and replay_dir is None:
-        agent = build_agent(state.agent or "replay", dict(state.agent_options), sandbox=sandbox)
-        name = state.agent or "replay"
-    else:
-        name = agent_name or state.agent or "replay"
-        agent, options = make_agent(name, replay_dir=replay_dir, settings=settings, sandbox=sandbox)
-        new_agent = (name, options)
-    require_keys(settings, name, executor_name)
-    if sandbox_name == "local":
-        check_environment(settings, project.settings_path)
-    cache_warnings: list[str] = []
-    cache = embedded_cache(settings.cache, name, executor_name, cache_warnings)
-    for warning in cache_warnings:
-        log.warning(warning)
-    interrupted = state.status is RunStatus.ACTIVE
-    basis = state.model_copy(update={"status": RunStatus.PAUSED}) if interrupted else state
-    try:
-        strategy = compute_resume_strategy(basis, project, from_phase=from_phase, redo=redo)
-    except ValueError as exc:
-        raise InputError(f"{project_dir}: cannot resume: {exc}") from exc
-    store = project.store()
-    mend = mend_from_project(state, project, store)
-    if mend.lost and executor_name != "celery":  # a fleet's Redis may still hold them
-        shown = "; ".join(mend.lost[:5]) + (
-            f"; and {len(mend.lost) - 5} more" if len(mend.lost) > 5 else ""
+    # The run is held from here to the end of its drive: a second resume started
+    # meanwhile fails at once, instead of logging a resume of the state it read before
+    # this one's (and a snapshot of that state) between this one's checks and its drive.
+    with AuditLog(project.audit_path) as audit:  # fails when another process holds it
+        state, _, covered = load_run(project)
+        settings = load_settings(project.settings_path)
+        new_agent: tuple[str, dict[str, str]] | None = None
+        sandbox = make_sandbox(sandbox_name)
+        if agent_name is None and replay_dir is None:
+            agent = build_agent(state.agent or "replay", dict(state.agent_options), sandbox=sandbox)
+            name = state.agent or "replay"
+        else:
+            name = agent_name or state.agent or "replay"
+            agent, options = make_agent(
+                name, replay_dir=replay_dir, settings=settings, sandbox=sandbox
+            )
+            new_agent = (name, options)
+        require_keys(settings, name, executor_name)
+        if sandbox_name == "local":
+            check_environment(settings, project.settings_path)
+        cache_warnings: list[str] = []
+        cache = embedded_cache(settings.cache, name, executor_name, cache_warnings)
+        for warning in cache_warnings:
+            log.warning(warning)
+        interrupted = state.status is RunStatus.ACTIVE
+        basis = state.model_copy(update={"status": RunStatus.PAUSED}) if interrupted else state
+        try:
+            strategy = compute_resume_strategy(basis, project, from_phase=from_phase, redo=redo)
+        except ValueError as exc:
+            raise InputError(f"{project_dir}: cannot resume: {exc}") from exc
+        store = project.store()
+        mend = mend_from_project(state, project, store)
+        if mend.lost and executor_name != "celery":  # a fleet's Redis may still hold them
+            shown = "; ".join(mend.lost[:5]) + (
+                f"; and {len(mend.lost) - 5} more" if len(mend.lost) > 5 else ""
+            )
+            raise RunDirError(
+                f"{project.artifacts_dir}: verified outputs that are missing or corrupt, with "
+                f"no intact promoted copy to restore them from: {shown}. Nothing was written; "
+                "restore .pact/artifacts (or those files) from a backup, then resume"
+            )
+        if mend.blobs:
+            mend.write(store)
+            log.warning(
+                "%d blob(s) of verified outputs were missing or corrupt in %s: written again "
+                "from the promoted copies, which hash to them",
+                len(mend.blobs),
+                project.artifacts_dir,
+            )
+        # After the strategy: a run with nothing to resume is told so before anything is
+        # checked. An intact snapshot and the log's tail are the log's fold: state.json being
+        # behind the log is how snapshots work (a killed run's always is), not something to
+        # repair, so only the disk is checked. Any other state.json is compared with the
+        # state, which then is the fold of the whole log.
+        if covered is not None:
+            problems = disk_inconsistencies(state, project)
+        else:
+            problems = state_json_problems(project_dir=project_dir, truth=state)
+        if interrupted:
+            basis.pause_reason = (
+                "interrupted: the previous pact process stopped before the run ended"
+            )
+        resumed = execute_resume(
+            basis,
+            strategy,
+            inconsistencies=problems,
+            original_status="interrupted" if interrupted else None,
+            agent=new_agent,
+            in_place=True,  # the run is driven from the log and its new snapshot
+            audit=audit,
         )
-        raise RunDirError(
-            f"{project.artifacts_dir}: verified outputs that are missing or corrupt, with "
-            f"no intact promoted copy to restore them from: {shown}. Nothing was written; "
-            "restore .pact/artifacts (or those files) from a backup, then resume"
+        if executor_name == "celery" and broker_url is not None:
+            # A resume lifts a cancel: a fleet request no scheduler took before it stopped is void.
+            void_fleet_request(broker_url, state.run_id)
+        final = drive_run(
+            project=project,
+            settings=settings,
+            agent=agent,
+            sandbox=sandbox,
+            workers=workers,
+            listener=listener,
+            executor_name=executor_name,
+            broker_url=broker_url,
+            stop=stop,
+            cache=cache,
+            opened=resumed,
+            opened_mark=snapshot_mark(project),  # what the snapshot of `resumed` covers
+            audit=audit,
         )
-    if mend.blobs:
-        mend.write(store)
-        log.warning(
-            "%d blob(s) of verified outputs were missing or corrupt in %s: written again "
-            "from the promoted copies, which hash to them",
-            len(mend.blobs),
-            project.artifacts_dir,
-        )
-    # After the strategy: a run with nothing to resume is told so before anything is
-    # checked. An intact snapshot and the log's tail are the log's fold: state.json being
-    # behind the log is how snapshots work (a killed run's always is), not something to
-    # repair, so only the disk is checked. Any other state.json is compared with the
-    # state, which then is the fold of the whole log.
-    if covered is not None:
-        problems = disk_inconsistencies(state, project)
-    else:
-        problems = state_json_problems(project_dir=project_dir, truth=state)
-    if interrupted:
-        basis.pause_reason = "interrupted: the previous pact process stopped before the run ended"
-    resumed = execute_resume(
-        basis,
-        strategy,
-        inconsistencies=problems,
-        original_status="interrupted" if interrupted else None,
-        agent=new_agent,
-        in_place=True,  # the run is driven from the log and its new snapshot
-    )
-    if executor_name == "celery" and broker_url is not None:
-        # A resume lifts a cancel: a fleet request no scheduler took before it stopped is void.
-        void_fleet_request(broker_url, state.run_id)
-    final = drive_run(
-        project=project,
-        settings=settings,
-        agent=agent,
-        sandbox=sandbox,
-        workers=workers,
-        listener=listener,
-        executor_name=executor_name,
-        broker_url=broker_url,
-        stop=stop,
-        cache=cache,
-        opened=resumed,
-        opened_mark=snapshot_mark(project),  # what the snapshot of `resumed` covers
-    )
-    return final, problems
+        return final, problems

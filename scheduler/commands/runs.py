@@ -21,6 +21,7 @@ from pact_workers.artifacts import ArtifactStore, DirectoryBlobStore
 from pact_workers.errors import InputError, RunDirError
 from pact_workers.models.tree import DecompositionTree, load_tree
 from pact_workers.sandbox.base import Sandbox
+from scheduler.audit import AuditLog
 from scheduler.cache import (
     ActionCache,
     CacheMode,
@@ -266,12 +267,14 @@ def drive_run(
     cache: ActionCache | None = None,
     opened: RunState | None = None,
     opened_mark: LogMark | None = None,
+    audit: AuditLog | None = None,
 ) -> RunState:
     """Drive a started run; ``cache``: the action cache of an embedded run (a fleet run
     uses the fleet's, in Redis, unless its mode is off). ``opened``: the run's state as
     the caller just loaded it, if it did (a fleet run needs its id and agent; loading a
     large run again takes a second); with ``opened_mark``, the mark of the log it is
-    the fold of, and the run loop starts from it while the log still ends there."""
+    the fold of, and the run loop starts from it while the log still ends there.
+    ``audit``: the run's log, open, when the caller holds the run already."""
     executor: Executor
     if executor_name == "celery":
         # The fleet's modules (Celery, redis-py) load only for a fleet run.
@@ -308,6 +311,7 @@ def drive_run(
             stop=stop,
             cache=cache,
             loaded=None if opened is None or opened_mark is None else (opened, opened_mark),
+            audit=audit,
         )
         return controller.drive()
     finally:

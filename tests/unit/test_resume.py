@@ -326,3 +326,34 @@ def test_a_run_resumed_from_an_up_to_date_snapshot_does_not_write_it_again_at_on
     assert after.last_seq - before.last_seq < 30  # no periodic snapshot was due
     # run_resumed's, then the final one: none in between.
     assert written == [before.last_seq + 1, after.last_seq]
+
+
+def test_a_second_resume_between_the_first_ones_checks_and_its_drive_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pact resume` holds the run from its checks to the end of its drive. It used to
+    let the run go between logging run_resumed and driving: a second resume that came
+    in then logged a second run_resumed, of the state it had read, and drove the run
+    itself; the first then drove what was left."""
+    from typer.testing import CliRunner
+
+    from scheduler.cli import app
+    from scheduler.commands import resuming
+
+    project = failed_at_implement(tmp_path).close()
+    second: list[tuple[int, str]] = []
+
+    def then_another(*args: object, **kwargs: object) -> RunState:
+        resumed = execute_resume(*args, **kwargs)  # type: ignore[arg-type]
+        res = CliRunner().invoke(app, ["resume", str(project.root), "--agent", "noop"])
+        second.append((res.exit_code, res.output))
+        return resumed
+
+    monkeypatch.setattr(resuming, "execute_resume", then_another)
+    res = CliRunner().invoke(app, ["resume", str(project.root), "--agent", "noop"])
+    assert res.exit_code == 0, res.output
+    [(code, output)] = second
+    assert code == 2 and "another pact process is driving this run" in output, output
+    events, _ = read_events(project.audit_path)
+    assert sum(isinstance(e, RunResumed) for e in events) == 1
+    assert rebuild_state(project.root).status is RunStatus.COMPLETED
