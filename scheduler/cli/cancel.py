@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from scheduler.cli.app import EXIT_OK, app, print_json, say, user_errors
+from scheduler.cli.options import given_text
 
 
 def _default_user() -> str:
@@ -23,6 +24,7 @@ def cancel(
     project: Annotated[
         str,
         typer.Argument(
+            parser=given_text,
             help="Project directory of the run (with --broker: the run's id)",
             envvar="PACT_PROJECT",
         ),

@@ -9,6 +9,7 @@ import typer
 from rich.text import Text
 
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, out, user_errors
+from scheduler.cli.options import given_path
 
 #: How each status is marked (the same width, so that the names line up).
 MARKS = {
@@ -23,7 +24,11 @@ MARKS = {
 def doctor(
     project: Annotated[
         Path,
-        typer.Argument(help="Project directory (its pact.yaml is used)", envvar="PACT_PROJECT"),
+        typer.Argument(
+            parser=given_path,
+            help="Project directory (its pact.yaml is used)",
+            envvar="PACT_PROJECT",
+        ),
     ] = Path("."),
     sandbox: Annotated[
         str, typer.Option(envvar="PACT_SANDBOX", help="Check for this sandbox: local or docker")

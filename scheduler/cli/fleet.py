@@ -13,6 +13,7 @@ from rich.text import Text
 
 from scheduler.budget import format_usd
 from scheduler.cli.app import EXIT_BAD_INPUT, EXIT_OK, app, out, print_json, say, user_errors
+from scheduler.cli.options import given_path
 
 
 @app.command()
@@ -89,7 +90,10 @@ BrokerOption = Annotated[
 def scheduler_service(
     broker: BrokerOption,
     runs_dir: Annotated[
-        Path, typer.Option(envvar="PACT_RUNS_DIR", help="Directory holding one project per run")
+        Path,
+        typer.Option(
+            parser=given_path, envvar="PACT_RUNS_DIR", help="Directory holding one project per run"
+        ),
     ],
     max_in_flight: Annotated[
         str,
@@ -153,21 +157,29 @@ def scheduler_service(
 
 @app.command()
 def submit(
-    trees: Annotated[list[Path], typer.Argument(help="Tree files (JSON or YAML)")],
+    trees: Annotated[
+        list[Path], typer.Argument(parser=given_path, help="Tree files (JSON or YAML)")
+    ],
     broker: BrokerOption,
     priority: Annotated[
         int, typer.Option(envvar="PACT_PRIORITY", help="0 (default) to 9: more gets more turns")
     ] = 0,
     agent: Annotated[str, typer.Option(envvar="PACT_AGENT", help="Agent backend")] = "replay",
     replay_dir: Annotated[
-        Path | None, typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent")
+        Path | None,
+        typer.Option(
+            parser=given_path, envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent"
+        ),
     ] = None,
     sandbox: Annotated[
         str, typer.Option(envvar="PACT_SANDBOX", help="Sandbox the workers use: local or docker")
     ] = "local",
     settings: Annotated[
         Path | None,
-        typer.Option(help="A pact.yaml whose agents: and prices: configure every run's agent"),
+        typer.Option(
+            parser=given_path,
+            help="A pact.yaml whose agents: and prices: configure every run's agent",
+        ),
     ] = None,
 ) -> None:
     """Submit trees to the scheduler service; each becomes a run with an id.

@@ -20,6 +20,7 @@ from scheduler.cli.options import (
     ReplayDirOption,
     SandboxOption,
     WorkersOption,
+    given_path,
 )
 
 if TYPE_CHECKING:
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
 
 PactDirArgument = Annotated[
     Path,
-    typer.Argument(help="A Pact project directory (the one holding .pact/), or its .pact/"),
+    typer.Argument(
+        parser=given_path, help="A Pact project directory (the one holding .pact/), or its .pact/"
+    ),
 ]
 
 
@@ -73,7 +76,10 @@ def verify(
 def import_(
     pact_dir: PactDirArgument,
     project: Annotated[
-        Path, typer.Option(envvar="PACT_PROJECT", help="New directory the run is written to")
+        Path,
+        typer.Option(
+            parser=given_path, envvar="PACT_PROJECT", help="New directory the run is written to"
+        ),
     ],
     agent: AgentOption = None,
     replay_dir: ReplayDirOption = None,
@@ -101,10 +107,14 @@ def import_(
 
 @app.command()
 def plan(
-    task: Annotated[Path, typer.Argument(help="The task description (a text or Markdown file)")],
+    task: Annotated[
+        Path,
+        typer.Argument(parser=given_path, help="The task description (a text or Markdown file)"),
+    ],
     project: Annotated[
         Path,
         typer.Option(
+            parser=given_path,
             envvar="PACT_PROJECT",
             help="Project directory: the plan goes to DIR/decomposition/, the run to DIR",
         ),
@@ -112,6 +122,7 @@ def plan(
     answers: Annotated[
         Path | None,
         typer.Option(
+            parser=given_path,
             envvar="PACT_ANSWERS",
             help="YAML file answering the interview (question id: answer)",
         ),

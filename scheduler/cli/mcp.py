@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from scheduler.cli.app import EXIT_OK, app, user_errors
+from scheduler.cli.options import given_path
 
 
 @app.command()
@@ -17,6 +18,7 @@ def mcp(
         Path | None,
         typer.Option(
             "--project",
+            parser=given_path,
             envvar="PACT_PROJECT",
             help="Project directory of a run (default: the working directory, if it holds one)",
         ),

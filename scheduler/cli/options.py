@@ -11,6 +11,22 @@ import typer
 
 from pact_workers.agents.factory import AGENTS
 
+
+def given_path(text: str) -> Path:
+    """A path as typed. An empty one is refused: ``Path("")`` is the working directory,
+    so ``--project "$DIR"`` with ``DIR`` unset would write a run where the user stands."""
+    if not text:
+        raise typer.BadParameter("an empty path; give a file or directory (is a variable unset?)")
+    return Path(text)
+
+
+def given_text(text: str) -> str:
+    """A project directory or run id as typed: an empty one is refused (see :func:`given_path`)."""
+    if not text:
+        raise typer.BadParameter("empty; give a project directory or run id (is a variable unset?)")
+    return text
+
+
 AgentOption = Annotated[
     str | None,
     typer.Option(
@@ -35,9 +51,12 @@ BrokerOption = Annotated[
 WorkersOption = Annotated[int, typer.Option(envvar="PACT_WORKERS", help="Attempts run at once")]
 ReplayDirOption = Annotated[
     Path | None,
-    typer.Option(envvar="PACT_REPLAY_DIR", help="Artifacts the replay agent serves"),
+    typer.Option(
+        parser=given_path, envvar="PACT_REPLAY_DIR", help="Artifacts the replay agent serves"
+    ),
 ]
 ProjectArgument = Annotated[
-    Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
+    Path,
+    typer.Argument(parser=given_path, help="Project directory of a run", envvar="PACT_PROJECT"),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output")]

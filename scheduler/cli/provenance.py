@@ -11,6 +11,7 @@ import typer
 
 from scheduler.budget import format_usd
 from scheduler.cli.app import EXIT_OK, app, print_json, say, user_errors
+from scheduler.cli.options import given_path
 
 if TYPE_CHECKING:
     from scheduler.commands.provenance import ProvenanceReport
@@ -40,7 +41,8 @@ def print_provenance(report: ProvenanceReport) -> None:
 @app.command()
 def retrospective(
     project: Annotated[
-        Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
+        Path,
+        typer.Argument(parser=given_path, help="Project directory of a run", envvar="PACT_PROJECT"),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
@@ -84,13 +86,15 @@ def retrospective(
 @app.command()
 def timeline(
     project: Annotated[
-        Path, typer.Argument(help="Project directory of a run", envvar="PACT_PROJECT")
+        Path,
+        typer.Argument(parser=given_path, help="Project directory of a run", envvar="PACT_PROJECT"),
     ],
     output: Annotated[
         Path,
         typer.Option(
             "-o",
             "--output",
+            parser=given_path,
             envvar="PACT_TIMELINE_OUTPUT",
             help="Picture to write: FILE.svg, FILE.png or FILE.html",
         ),

@@ -28,17 +28,26 @@ from scheduler.cli.options import (
     ReplayDirOption,
     SandboxOption,
     WorkersOption,
+    given_path,
 )
 
 
 @app.command()
 def run(
     project: Annotated[
-        Path, typer.Option("--project", envvar="PACT_PROJECT", help="Project directory to run into")
+        Path,
+        typer.Option(
+            "--project",
+            parser=given_path,
+            envvar="PACT_PROJECT",
+            help="Project directory to run into",
+        ),
     ],
     tree: Annotated[
         Path | None,
-        typer.Argument(help="tree.json (Pact's format) or tree.yaml (not with --from-pact)"),
+        typer.Argument(
+            parser=given_path, help="tree.json (Pact's format) or tree.yaml (not with --from-pact)"
+        ),
     ] = None,
     agent: AgentOption = None,
     replay_dir: ReplayDirOption = None,
@@ -58,6 +67,7 @@ def run(
         Path | None,
         typer.Option(
             "--from-pact",
+            parser=given_path,
             envvar="PACT_FROM_PACT",
             help="Start from a Pact project (its directory or .pact/) instead of TREE: "
             "the same as pact import",
@@ -183,7 +193,9 @@ def resume(
     project: Annotated[
         Path,
         typer.Argument(
-            help="Project directory of a failed, paused or interrupted run", envvar="PACT_PROJECT"
+            parser=given_path,
+            help="Project directory of a failed, paused or interrupted run",
+            envvar="PACT_PROJECT",
         ),
     ],
     from_phase: Annotated[
@@ -204,7 +216,9 @@ def resume(
     replay_dir: Annotated[
         Path | None,
         typer.Option(
-            envvar="PACT_REPLAY_DIR", help="Artifacts for the replay agent (default: the run's)"
+            parser=given_path,
+            envvar="PACT_REPLAY_DIR",
+            help="Artifacts for the replay agent (default: the run's)",
         ),
     ] = None,
     workers: WorkersOption = 4,
@@ -280,7 +294,10 @@ def rebuild(
 @app.command()
 def demo(
     directory: Annotated[
-        Path | None, typer.Argument(help="New or empty directory (default: a fresh temporary one)")
+        Path | None,
+        typer.Argument(
+            parser=given_path, help="New or empty directory (default: a fresh temporary one)"
+        ),
     ] = None,
     workers: WorkersOption = 4,
     from_task: Annotated[

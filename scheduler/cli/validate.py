@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from scheduler.cli.app import EXIT_FAILED, EXIT_OK, app, print_json, say, user_errors
+from scheduler.cli.options import given_path
 
 
 @app.command()
@@ -15,6 +16,7 @@ def validate(
     path: Annotated[
         Path,
         typer.Argument(
+            parser=given_path,
             help="A run's project directory, or a directory of <component>/interface.json "
             "files (Pact's contracts/, history/<timestamp>.json included)",
         ),
@@ -23,6 +25,7 @@ def validate(
         Path | None,
         typer.Option(
             "--tree",
+            parser=given_path,
             envvar="PACT_TREE",
             help="The decomposition tree (default: the run's, or ../decomposition/tree.json)",
         ),
