@@ -27,7 +27,7 @@ from scheduler.commands.inspection import status_report
 from scheduler.commands.provenance import show_retrospective
 from scheduler.commands.resuming import resume_run
 from scheduler.commands.statusdoc import status_json
-from scheduler.commands.validate import _read_contract, read_contracts, validate_path
+from scheduler.commands.validate import read_contract, read_contracts, validate_path
 from scheduler.project import ProjectDir
 from scheduler.settings import load_settings
 
@@ -109,13 +109,7 @@ class ProjectTools:
                 f"{', '.join(sorted(known)) or '(none yet)'}"
             )
         interface = project.contracts_dir / component_id / CONTRACT_FILE
-        contract = _read_contract(interface)
-        if contract.component_id != component_id:  # as read_contracts refuses it
-            raise InputError(
-                f"{interface}: component_id is {contract.component_id!r} but the contract lies "
-                f"in the directory of {component_id!r}"
-            )
-        return contract.model_dump(mode="json")
+        return read_contract(interface, component_id).model_dump(mode="json")
 
     def budget(self) -> dict[str, Any]:
         """Spend against the budget, by phase (as ``pact status`` shows it)."""

@@ -217,12 +217,7 @@ def read_contracts(directory: Path, tree: DecompositionTree | None) -> list[Comp
         file, stamp = _contract_file(folder)
         if file is None:
             continue
-        contract = _read_contract(file)
-        if contract.component_id != folder.name:
-            raise InputError(
-                f"{file}: component_id is {contract.component_id!r} but the contract lies in "
-                f"the directory of {folder.name!r}"
-            )
+        contract = read_contract(file, folder.name)
         if tree is not None and contract.component_id not in tree.nodes:
             raise InputError(
                 f"{file}: component {contract.component_id!r} is not in the tree; give the "
@@ -244,13 +239,25 @@ def _contract_file(folder: Path) -> tuple[Path | None, str]:
     return None, ""
 
 
-def _read_contract(file: Path) -> ComponentContract:
+def read_contract(file: Path, component_id: str) -> ComponentContract:
+    """The contract in ``file``, which lies in the directory of ``component_id``.
+
+    Raises:
+        InputError: naming the file (and the field) when it cannot be read as a contract
+            (a FIFO or a device is refused, not read), or is another component's.
+    """
     _, doc = read_json_input(file, MAX_CONTRACT_BYTES)
     try:
-        return ComponentContract.model_validate(doc)
+        contract = ComponentContract.model_validate(doc)
     except ValidationError as exc:
         problems = validation_problems(exc, "contract")
         raise InputError(f"{file}: not a contract: {problems}") from None
+    if contract.component_id != component_id:
+        raise InputError(
+            f"{file}: component_id is {contract.component_id!r} but the contract lies in "
+            f"the directory of {component_id!r}"
+        )
+    return contract
 
 
 def _importable(source: _Source) -> Importable:
