@@ -43,7 +43,7 @@ class Submission(BaseModel):
     name: str
     tree_text: str
     tree_suffix: str = ".json"
-    priority: int = Field(default=0, ge=0, le=9)
+    priority: int = Field(default=0, ge=0, le=keys.MAX_PRIORITY)
     agent: str = "replay"
     agent_options: dict[str, str] = Field(default_factory=dict)
     sandbox: Literal["local", "docker"] = "local"
@@ -119,8 +119,8 @@ def submit_trees(
 
 
 def check_priority(priority: int) -> None:
-    if not 0 <= priority <= 9:
-        raise InputError(f"--priority must be between 0 and 9, got {priority}")
+    if not 0 <= priority <= keys.MAX_PRIORITY:
+        raise InputError(f"--priority must be between 0 and {keys.MAX_PRIORITY}, got {priority}")
 
 
 def queue_submissions(

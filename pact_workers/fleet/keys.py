@@ -152,6 +152,8 @@ SUBMISSIONS = "pact:submissions"
 SUBMISSIONS_GROUP = "service"
 #: Approximate cap on the length of the submissions stream.
 SUBMISSIONS_MAXLEN = 10_000
+#: A submission's priority runs from 0 (the default) to this: more gets more turns.
+MAX_PRIORITY = 9
 #: Set of the ids of active runs (adoption looks through it).
 ACTIVE_RUNS = "pact:runs:active"
 #: Hash: run id -> last fencing token issued for the run's lease.

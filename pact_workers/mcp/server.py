@@ -27,6 +27,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError, Unexpected
 from pydantic import Field, ValidationError
 
 from pact_workers.errors import PactError
+from pact_workers.fleet.keys import MAX_PRIORITY
 from pact_workers.models.documents import validation_problems
 
 #: The MIME type of every resource: JSON documents.
@@ -182,7 +183,7 @@ def build_server(backend: PactBackend, *, version: str = "") -> MCPServer:
         confirm: Confirm = False,
         agent: Name = "replay",
         replay_dir: PathText | None = None,
-        priority: Annotated[int, Field(strict=True)] = 0,
+        priority: Annotated[int, Field(strict=True, ge=0, le=MAX_PRIORITY)] = 0,
     ) -> str:
         """Submit tree files to the scheduler service as runs. Changes things: refused
         unless confirm is true."""

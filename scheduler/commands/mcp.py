@@ -191,6 +191,10 @@ class ProjectTools:
             )
         paths = [given_path(f"trees[{i}]", tree) for i, tree in enumerate(trees)]
         replay = None if replay_dir is None else given_path("replay_dir", replay_dir)
+        if agent == "replay" and replay is None:  # named as the client spells it
+            raise InputError(
+                "replay_dir: the replay agent serves artifacts from a directory; give it"
+            )
         if confirm is not True:
             raise NotConfirmed(
                 f"pact_submit queues {len(trees)} tree(s) as runs: call it again with "

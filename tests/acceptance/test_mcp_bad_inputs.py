@@ -103,6 +103,8 @@ def test_submit_refuses_no_trees_empty_paths_nul_bytes_and_numbers_that_are_not_
             "priority_yes": {"trees": [tree], "priority": True, **go},
             "empty_replay_dir": {"trees": [tree], "confirm": True, "replay_dir": ""},
             "nul_replay_dir": {"trees": [tree], "confirm": True, "replay_dir": "r\x00"},
+            "priority_10": {"trees": [tree], "priority": 10, **go},
+            "no_replay_dir": {"trees": [tree], "confirm": True},
         }
         return {key: await client.call_tool("pact_submit", args) for key, args in calls.items()}
 
@@ -114,6 +116,11 @@ def test_submit_refuses_no_trees_empty_paths_nul_bytes_and_numbers_that_are_not_
     refused(found["priority_yes"], "priority", "integer")
     refused(found["empty_replay_dir"], "replay_dir", "empty")
     refused(found["nul_replay_dir"], "replay_dir", "NUL")
+    # Named as the client spells them, not as the command line does (--priority, --replay-dir).
+    refused(found["priority_10"], "priority", "less than or equal to 9")
+    refused(found["no_replay_dir"], "replay_dir", "replay agent")
+    for key in ("priority_10", "no_replay_dir"):
+        assert "--" not in found[key].content[0].text, found[key].content[0].text
 
 
 def test_a_huge_argument_is_refused_at_once_without_being_echoed(demo: Path) -> None:
