@@ -26,6 +26,7 @@ DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
 
 #: What a shell (and ``export``) takes as an environment variable's name.
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAMES = "(letters, digits and '_', not starting with a digit), such as ANTHROPIC_API_KEY"
 
 
 class AgentConfig(BaseModel):
@@ -56,10 +57,18 @@ class AgentConfig(BaseModel):
         # Checked here, where pact.yaml is read: a name such as ``a=b`` can never be
         # set, and was otherwise reported only as a key that is not set.
         if value is not None and not ENV_NAME.fullmatch(value):
-            raise ValueError(
-                "not the name of an environment variable (letters, digits and '_', not "
-                "starting with a digit), such as ANTHROPIC_API_KEY"
-            )
+            raise ValueError(f"not the name of an environment variable {_NAMES}")
+        return value
+
+    @field_validator("env_passthrough")
+    @classmethod
+    def _check_passthrough(cls, value: list[str]) -> list[str]:
+        # A name such as ``PATH=/bin`` is never in a worker's environment: the command
+        # would silently go without it.
+        bad = [name for name in value if not ENV_NAME.fullmatch(name)]
+        if bad:
+            shown = ", ".join(repr(name) for name in bad[:5])
+            raise ValueError(f"{shown}: not the name of an environment variable {_NAMES}")
         return value
 
 
