@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from pact_workers.errors import RunDirError
 from pact_workers.models.tree import DecompositionTree
@@ -106,21 +107,26 @@ def require_a_run(state: RunState, project: ProjectDir, warnings: Sequence[str])
     resumed or rebuilt from it, and it must not be mistaken for an empty run."""
     if state.tree is not None and state.run_id:
         return
-    log = project.audit_path
+    raise no_run(project.audit_path, state.last_seq, warnings)
+
+
+def no_run(log: Path, readable: int, warnings: Sequence[str]) -> RunDirError:
+    """The error for a log without a ``run_started`` event, of which ``readable`` events
+    were read and ``warnings`` are the unreadable lines: why, and what to do."""
     unreadable = len(warnings)
-    if unreadable and not state.last_seq:
-        raise RunDirError(
+    if unreadable and not readable:
+        return RunDirError(
             f"{log}: not a pact-fleet run log (none of its {unreadable} lines is a "
             "pact-fleet event; a Pact project's own .pact/?)"
         )
     if unreadable:
-        raise RunDirError(
+        return RunDirError(
             f"{log}: holds no run it can read: the run_started event, which every other "
             f"event follows, is not among its readable lines ({unreadable} unreadable, the "
             f"first {warnings[0]}). If a backup of it exists, restore it; state.json is left "
             "as it is"
         )
-    raise RunDirError(
+    return RunDirError(
         f"{log}: holds no run (no run_started event); the log was emptied or cut. If a "
         "backup of it exists, restore it; state.json is left as it is"
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pact_workers.errors import InputError, PactError, RunDirError
+from pact_workers.errors import InputError, PactError
 from pact_workers.models.contract import ComponentContract
 from pact_workers.models.documents import not_a_directory, read_json_input, validation_problems
 from pact_workers.models.environment import EnvironmentSpec
@@ -28,6 +28,7 @@ from pact_workers.verify import CONTRACT_FILE
 from scheduler.audit import read_events
 from scheduler.commands.rundir import check_run_dir
 from scheduler.events import ContractChecked, RunStarted
+from scheduler.launch import no_run
 from scheduler.project import ProjectDir
 from scheduler.provenance.drift import DriftFinding, project_drift
 from scheduler.settings import load_settings
@@ -131,9 +132,7 @@ def _from_run(project: ProjectDir, tree_path: Path | None, mode: QualityMode | N
     started = next((e for e in events if isinstance(e, RunStarted)), None)
     if started is None:
         events, unreadable = read_events(project.audit_path)  # to say what it holds
-        if unreadable and not events:
-            raise RunDirError(f"{project.audit_path}: not a pact-fleet run log")
-        raise RunDirError(f"{project.audit_path}: holds no run (no run_started event)")
+        raise no_run(project.audit_path, len(events), unreadable)
     tree = (
         load_tree(tree_path)
         if tree_path is not None
