@@ -205,8 +205,13 @@ def _previous_outputs(task: TaskMessage, store: ArtifactStore) -> dict[int, Bund
             continue
         try:
             found[note.attempt] = store.get_bundle(note.output)
-        except ArtifactError:
-            log.warning("attempt %s's files are gone from the store", note.attempt)
+        except ArtifactError as exc:  # gone, or corrupt: the prompt goes without them
+            log.warning(
+                "attempt %s's files cannot be read from the store (%s); the next prompt "
+                "shows its feedback without them",
+                note.attempt,
+                exc,
+            )
     return found
 
 

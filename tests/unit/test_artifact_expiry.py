@@ -183,3 +183,27 @@ def test_a_sync_that_could_not_reach_redis_leaves_its_writes_and_renewals_to_the
     flaky.sync()
 
     assert 0 < ttl(fake, spec) <= TTL_S and ttl(fake, contract) > 5
+
+
+def test_a_failed_attempts_corrupt_files_are_named_as_unreadable_not_gone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The next attempt's prompt shows a failed attempt's files where the store still
+    has them; a blob that reads corrupt is reported as such (it was called 'gone')."""
+    from pact_workers.models.work import FailureNote
+    from pact_workers.runner import _previous_outputs
+
+    digest = ArtifactStore(DirectoryBlobStore(tmp_path)).put_bundle({"a.py": b"x = 1\n"})
+    hexd = digest_bytes(b"x = 1\n").removeprefix("sha256:")
+    (tmp_path / hexd[:2] / hexd).write_bytes(b"x = 2\n")  # a flipped byte
+    task = TaskMessage(
+        run_id="r",
+        component_id="c",
+        phase=Phase.IMPLEMENT,
+        attempt=2,
+        feedback=[FailureNote(attempt=1, summary="tests failed", output=digest)],
+    )
+    with caplog.at_level("WARNING"):
+        assert _previous_outputs(task, ArtifactStore(DirectoryBlobStore(tmp_path))) == {}
+    [record] = [r for r in caplog.records if "attempt 1's files" in r.getMessage()]
+    assert "corrupt" in record.getMessage() and "gone" not in record.getMessage()
