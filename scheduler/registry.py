@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.errors import InputError
 from pact_workers.fleet import keys
+from pact_workers.models.documents import validation_problems
 from pact_workers.models.tree import load_tree
 from scheduler.launch import new_run_id
 
@@ -33,16 +34,23 @@ log = logging.getLogger(__name__)
 
 RunState = Literal["queued", "active", "paused", "completed", "failed", "rejected"]
 
+#: How a submitted tree is parsed again (as a tree file of that suffix).
+TreeSuffix = Literal[".json", ".yaml", ".yml"]
+#: The longest tree name a submission may carry (it is a file name, shown by ``pact runs``).
+MAX_NAME_CHARS = 255
+
 
 class Submission(BaseModel):
     """One tree waiting for the scheduler service."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    run_id: str
-    name: str
+    #: Names the run's directory under the runs directory: checked, as each field is,
+    #: when the entry is read (anyone who can write to Redis can write one).
+    run_id: str = Field(pattern=keys.RUN_ID_PATTERN)
+    name: str = Field(max_length=MAX_NAME_CHARS)
     tree_text: str
-    tree_suffix: str = ".json"
+    tree_suffix: TreeSuffix = ".json"
     priority: int = Field(default=0, ge=0, le=keys.MAX_PRIORITY)
     agent: str = "replay"
     agent_options: dict[str, str] = Field(default_factory=dict)
@@ -139,7 +147,7 @@ def queue_submissions(
             run_id=new_run_id(),
             name=path.name,
             tree_text=text,
-            tree_suffix=path.suffix.lower() or ".json",
+            tree_suffix=_tree_suffix(path),
             priority=priority,
             agent=agent,
             agent_options=dict(agent_options or {}),
@@ -164,6 +172,14 @@ def queue_submissions(
         pipe.execute()
         queued.append(entry)
     return queued
+
+
+def _tree_suffix(path: Path) -> TreeSuffix:
+    """How the service parses the tree again: as YAML, or else as JSON (as load_tree)."""
+    suffix = path.suffix.lower()
+    if suffix == ".yaml":
+        return ".yaml"
+    return ".yml" if suffix == ".yml" else ".json"
 
 
 def list_runs(client: redis.Redis) -> list[RunEntry]:
@@ -288,8 +304,20 @@ class SubmissionQueue:
 
 
 def _submission(entry_id: bytes, fields: dict[bytes, bytes] | None) -> Submission | None:
+    """The submission an entry holds; None, with the reason logged, when it holds none."""
+    raw = (fields or {}).get(b"submission")
     try:
-        return Submission.model_validate_json((fields or {})[b"submission"])
-    except (KeyError, ValidationError) as exc:
-        log.error("malformed submission %s: %s", entry_id, str(exc).splitlines()[0])
-        return None
+        if raw is None:
+            raise ValueError("no 'submission' field")
+        return Submission.model_validate_json(raw)
+    except ValidationError as exc:
+        why = validation_problems(exc, "submission", limit=3)
+    except ValueError as exc:
+        why = str(exc)
+    log.error(
+        "%s entry %s dropped, not a submission: %s",
+        keys.SUBMISSIONS,
+        entry_id.decode(errors="replace"),
+        why[:500],
+    )
+    return None

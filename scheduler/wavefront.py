@@ -29,7 +29,7 @@ from functools import cached_property
 
 from pact_workers.models.tree import DecompositionTree
 from pact_workers.models.work import ItemStatus, Phase
-from scheduler.events import Event, ItemsPoisoned, ItemsSuspended, RunResumed
+from scheduler.events import Event, ItemsPoisoned, ItemsSuspended, ResultDropped, RunResumed
 from scheduler.lifecycle.events import RunCancelled
 from scheduler.readiness import PHASE_ORDER, ReadyTracker, material_change
 from scheduler.state import RunState, final_phase, item_key, phases_for
@@ -299,6 +299,10 @@ class WavefrontScheduler:
 
     def observe(self, event: Event, state: RunState) -> None:
         """What ``event`` (already folded into ``state``) changed: O(what it touched)."""
+        if isinstance(event, ResultDropped):
+            # Changes no item, and may name none of the run's: the drop of a result
+            # for an unknown item, written by anyone who can write to the stream.
+            return
         cid = getattr(event, "component_id", None)
         phase = getattr(event, "phase", None)
         if cid is not None:

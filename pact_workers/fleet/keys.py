@@ -102,7 +102,8 @@ Ours (prefix ``pact:``)::
         leaves the group when its scheduler stops cleanly, or a day after its last
         read with nothing pending.
 
-``<run>`` is a run id (hex), ``<comp>`` a component id (a Python identifier),
+``<run>`` is a run id (hex from ``pact submit``; :data:`RUN_ID_PATTERN` is what any
+reader of the keys accepts), ``<comp>`` a component id (a Python identifier),
 ``<phase>`` a :class:`~pact_workers.models.work.Phase` value (``contract``, ``test``,
 ``implement``, ``integrate``) and ``<n>`` an attempt number (>= 1): none of them can
 contain ``:``, so every key splits back into its parts. The artifact digest and the
@@ -136,6 +137,10 @@ A Redis that holds these keys must never evict them: run it with
 from __future__ import annotations
 
 PREFIX = "pact:"
+
+#: What a run id may be: it names the run's directory under the runs directory and is
+#: a part of keys, so no ``/``, ``:``, ``.`` or ``..``, nothing empty or long.
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 
 #: Stream of result messages read by the scheduler service.
 RESULTS_STREAM = "pact:results"

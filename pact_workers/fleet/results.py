@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from redis.exceptions import ResponseError
 
 from pact_workers.fleet import keys
+from pact_workers.models.documents import validation_problems
 from pact_workers.models.work import ResultMessage
 
 __all__ = ["RESULT_FIELD", "Delivery", "ResultStream", "ResultStreams", "publish_result"]
@@ -270,11 +271,13 @@ class ResultStream:
                 result = ResultMessage.model_validate_json(payload)
             except (ValueError, ValidationError) as exc:
                 bad.append(entry_id)
+                why = (
+                    validation_problems(exc, "result", limit=3)
+                    if isinstance(exc, ValidationError)
+                    else str(exc)
+                )
                 log.error(
-                    "dropping malformed result entry %s on %r: %s",
-                    entry_id,
-                    self.stream,
-                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                    "dropping malformed result entry %s on %r: %s", entry_id, self.stream, why[:500]
                 )
                 continue
             deliveries.append(Delivery(entry_id=entry_id, result=result, stream=self.stream))

@@ -114,7 +114,8 @@ class Usage(BaseModel):
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
-    cost_usd: float = Field(default=0.0, ge=0.0)
+    #: Finite: an infinite cost would be logged as null, which no log reader accepts.
+    cost_usd: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -217,7 +218,7 @@ class ResultMessage(BaseModel):
     output: str | None = None
     test_results: TestResults | None = None
     usage: Usage = Field(default_factory=Usage)
-    duration_s: float = Field(default=0.0, ge=0)
+    duration_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     #: The model that answered (as the backend reported it) and the worker slot
     #: (``host/slot``) that ran the attempt: provenance of what it produced.
     model: str = ""
