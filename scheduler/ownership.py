@@ -26,6 +26,8 @@ The rules, in words:
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -39,6 +41,8 @@ from pact_workers.fleet import keys
 from pact_workers.fleet.connection import retry_deadline
 
 __all__ = ["Holder", "LeaseLost", "RunLeases", "lease_holders"]
+
+log = logging.getLogger(__name__)
 
 
 class LeaseLost(PactError):
@@ -135,7 +139,8 @@ class RunLeases:
                 f"run {run_id}: cannot confirm this scheduler still owns it ({exc})"
             ) from exc
         if lost:
-            holder = parse_holder(self.client.get(keys.owner(run_id)))
+            # MGET: a key of another type (no lease) reads as none, where GET fails.
+            holder = lease_holders(self.client, [run_id])[run_id]
             who = (
                 f"scheduler {holder.scheduler_id} holds it (token {holder.token})"
                 if holder
@@ -153,10 +158,16 @@ class RunLeases:
 
     def orphans(self) -> list[str]:
         """Active runs whose lease nobody holds (their owner stopped or died)."""
-        active = sorted(
-            (r.decode() if isinstance(r, bytes) else str(r))
+        members = [
+            (r.decode(errors="replace") if isinstance(r, bytes) else str(r), r)
             for r in self.client.smembers(keys.ACTIVE_RUNS)
-        )
+        ]
+        bad = [raw for run_id, raw in members if not re.fullmatch(keys.RUN_ID_PATTERN, run_id)]
+        if bad:
+            # Never a directory to open (``..``, ``a/b``): dropped for good.
+            log.error("%s: %r are no run ids; removed", keys.ACTIVE_RUNS, bad[:10])
+            self.client.srem(keys.ACTIVE_RUNS, *bad)
+        active = sorted(r for r, _ in members if re.fullmatch(keys.RUN_ID_PATTERN, r))
         holders = lease_holders(self.client, active)
         return [run_id for run_id in active if holders[run_id] is None]
 
@@ -166,6 +177,11 @@ class RunLeases:
     def _acquire_script(self) -> Any:
         return self.client.register_script(
             """
+            -- A key of another type is no lease: whoever wrote it, it is replaced.
+            local kind = redis.call('TYPE', KEYS[1]).ok
+            if kind ~= 'string' and kind ~= 'none' then
+                redis.call('DEL', KEYS[1])
+            end
             local current = redis.call('GET', KEYS[1])
             if current then
                 local holder = string.match(current, '^%d+ (.+)$')
@@ -185,7 +201,8 @@ class RunLeases:
             """
             local lost = {}
             for i, key in ipairs(KEYS) do
-                if redis.call('GET', key) == ARGV[i + 1] then
+                if redis.call('TYPE', key).ok == 'string'
+                        and redis.call('GET', key) == ARGV[i + 1] then
                     redis.call('PEXPIRE', key, ARGV[1])
                 else
                     lost[#lost + 1] = i
@@ -199,7 +216,8 @@ class RunLeases:
     def _release_script(self) -> Any:
         return self.client.register_script(
             """
-            if redis.call('GET', KEYS[1]) == ARGV[1] then
+            if redis.call('TYPE', KEYS[1]).ok == 'string'
+                    and redis.call('GET', KEYS[1]) == ARGV[1] then
                 return redis.call('DEL', KEYS[1])
             end
             return 0

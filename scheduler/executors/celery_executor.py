@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pact_workers.fleet import keys
+from pact_workers.fleet.wire import read_or_discard
 from pact_workers.models.work import Phase, ResultMessage, TaskMessage
 from scheduler.executors.base import LostAttempt
 from scheduler.executors.celery import CeleryFleet, task_id_of
@@ -70,7 +71,10 @@ class CeleryExecutor:
 
         if not self.fleet.due(self.run_id, "cancel"):
             return None
-        raw = self.fleet.client.getdel(keys.cancel_request(self.run_id))
+        client, key = self.fleet.client, keys.cancel_request(self.run_id)
+        raw = read_or_discard(
+            client, key, lambda: client.getdel(key), expected="string", what="a cancel request"
+        )
         return parse_request(raw) if isinstance(raw, bytes) else None
 
     def revoke(self, attempts: list[tuple[str, Phase, int]]) -> None:

@@ -105,14 +105,19 @@ def send_review_request(client: redis.Redis, run_id: str, request: ReviewRequest
 def take_review_requests(client: redis.Redis, run_id: str) -> list[ReviewRequest]:
     """Every request left for run ``run_id``, removed as they are read."""
     from pact_workers.fleet import keys
+    from pact_workers.fleet.wire import read_or_discard
 
     key = keys.review_requests(run_id)
-    with client.pipeline(transaction=True) as pipe:
-        pipe.lrange(key, 0, -1)
-        pipe.delete(key)
-        raw, _ = pipe.execute()
+
+    def take() -> list[bytes]:
+        with client.pipeline(transaction=True) as pipe:
+            pipe.lrange(key, 0, -1)
+            pipe.delete(key)
+            raw, _ = pipe.execute()
+        return list(raw)
+
     requests = []
-    for entry in raw:
+    for entry in read_or_discard(client, key, take, expected="list", what="review decisions") or []:
         try:
             requests.append(ReviewRequest.model_validate_json(entry))
         except ValidationError as exc:

@@ -14,6 +14,7 @@ import pytest
 
 from pact_workers.fleet import keys
 from pact_workers.fleet.results import ResultStream
+from scheduler.gates.fleet import take_review_requests
 from scheduler.registry import SubmissionQueue
 
 
@@ -88,3 +89,12 @@ def test_a_result_with_an_infinite_cost_or_duration_is_dropped_as_malformed(
     assert stream.read(block_ms=0) == []
     assert stream.malformed == 1
     assert fake.xpending(keys.run_results("r1"), keys.RESULTS_GROUP)["pending"] == 0
+
+
+def test_a_review_key_of_the_wrong_type_is_deleted_and_holds_no_decision(
+    fake: fakeredis.FakeRedis,
+) -> None:
+    fake.set(keys.review_requests("r1"), "not a list")
+    assert take_review_requests(fake, "r1") == []
+    assert not fake.exists(keys.review_requests("r1"))
+    assert take_review_requests(fake, "r1") == []

@@ -1,0 +1,109 @@
+"""What anyone who can write to the fleet's Redis can leave there, against a real
+scheduler service and worker on a real redis-server: a submission that would create
+its run outside the runs directory or crash the service, a result for an item the run
+has not got, a cancel key of the wrong type, lease keys of the wrong type. Each is
+refused where it is read; the service keeps driving its runs, and a good run
+submitted alongside completes, each of its results applied once."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from pact_workers.fleet import keys
+from scheduler.ownership import LeaseLost, RunLeases
+from scheduler.registry import Submission
+from tests.integration.fleet import Fleet
+from tests.integration.test_service import ALL_ROLES, check_applied_once
+
+RUN_TIMEOUT_S = 120
+
+
+def submit(client: redis.Redis, example: Path, run_id: str, **fields: object) -> None:
+    """Queue the example tree as ``pact submit`` would, with ``fields`` written over."""
+    sub = Submission(
+        run_id="placeholder",
+        name="tree.json",
+        tree_text=(example / "tree.json").read_text(),
+        agent_options={"replay_dir": str(example / "replay")},
+        submitted_at="2026-01-01T00:00:00+00:00",
+    )
+    doc = {**sub.model_dump(), "run_id": run_id, **fields}
+    client.hset(keys.RUNS, run_id, json.dumps({"run_id": run_id, "name": "t", "state": "queued"}))
+    client.xadd(keys.SUBMISSIONS, {"submission": json.dumps(doc)})
+
+
+def wait_for_state(client: redis.Redis, run_id: str, fleet: Fleet) -> str:
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        raw = client.hget(keys.RUNS, run_id)
+        state = json.loads(raw)["state"] if raw else ""
+        if state not in {"", "queued", "active"}:
+            return str(state)
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} did not finish\n{fleet.logs()}")
+
+
+@pytest.mark.slow
+def test_the_service_drops_poison_submissions_and_results_and_completes_a_good_run(
+    redis_url: str, example: Path, tmp_path: Path
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    runs_dir = tmp_path / "runs"
+    with Fleet(redis_url, tmp_path / "logs") as fleet:
+        fleet.worker("w", roles=ALL_ROLES, concurrency=4)
+        service = fleet.pact("scheduler", "--broker", redis_url, "--runs-dir", str(runs_dir))
+        # A run directory outside the runs directory, and a tree file the service
+        # cannot write (it crashed, and crashed again each time the entry was claimed).
+        submit(client, example, "../escaped")
+        submit(client, example, "aa02", tree_suffix="/../../x.json")
+        submit(client, example, "aa03", tree_suffix=".js\x00on")
+        submit(client, example, "good1")
+        stream = keys.run_results("good1")
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while not client.exists(stream) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # A result for a component the run has not got (the service crashed on it, and
+        # every next owner with it), and a cancel request that is no string.
+        unknown = {
+            "run_id": "good1",
+            "component_id": "nosuch",
+            "phase": "contract",
+            "attempt": 1,
+            "outcome": "ok",
+        }
+        client.xadd(stream, {"result": json.dumps(unknown)})
+        client.rpush(keys.cancel_request("good1"), "not a request")
+        assert wait_for_state(client, "good1", fleet) == "completed"
+        assert service.running(), fleet.logs()
+    check_applied_once(runs_dir / "good1")
+    assert not (tmp_path / "escaped").exists()
+    assert sorted(p.name for p in runs_dir.iterdir()) == ["good1"]
+    assert client.xpending(keys.SUBMISSIONS, keys.SUBMISSIONS_GROUP)["pending"] == 0
+    assert client.xpending(stream, keys.RESULTS_GROUP)["pending"] == 0
+    assert not client.exists(keys.cancel_request("good1"))
+
+
+def test_a_lease_key_of_the_wrong_type_is_no_lease(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    leases = RunLeases(client, "s1", ttl_s=10)
+    token = leases.acquire("r1")
+    assert token is not None
+    client.delete(keys.owner("r1"))
+    client.rpush(keys.owner("r1"), "garbage")
+    # The holder finds its lease gone (it stops writing the run), never stuck on it.
+    assert leases.renew({"r1": token}) == {"r1"}
+    with pytest.raises(LeaseLost):
+        leases.check("r1", token)
+    leases.release("r1", token)
+    # The run is an orphan; the next acquisition replaces the key with a lease.
+    client.sadd(keys.ACTIVE_RUNS, "r1", "../x", "a:b", "")
+    assert leases.orphans() == ["r1"]
+    assert client.smembers(keys.ACTIVE_RUNS) == {b"r1"}
+    again = leases.acquire("r1")
+    assert again is not None and again > token
+    leases.check("r1", again)
