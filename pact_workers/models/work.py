@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pact_workers.models.environment import EnvironmentSpec
 from pact_workers.models.testing import TestResults
@@ -201,6 +201,18 @@ class TaskMessage(BaseModel):
         return f"{self.run_id}:{self.component_id}:{self.phase.value}:{self.attempt}"
 
 
+#: What one attempt can report, at most: more is no measurement but a broken or hostile
+#: sender (a result is read from a Redis stream anyone with the password can write to).
+#: The bounds keep a run's totals finite: two costs of 1.7e308 add up to infinity, which
+#: no log line, snapshot or priority can hold.
+MAX_ATTEMPT_COST_USD = 1e6
+MAX_ATTEMPT_S = 1e7
+MAX_ATTEMPT_TOKENS = 10**12
+#: A result's texts (error, model, worker) are cut to this many characters: each ends
+#: up in one line of the audit log.
+MAX_TEXT_CHARS = 65_536
+
+
 class ResultMessage(BaseModel):
     """The outcome of one attempt, as the worker's harness measured it."""
 
@@ -218,11 +230,30 @@ class ResultMessage(BaseModel):
     output: str | None = None
     test_results: TestResults | None = None
     usage: Usage = Field(default_factory=Usage)
-    duration_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    duration_s: float = Field(default=0.0, ge=0, le=MAX_ATTEMPT_S, allow_inf_nan=False)
     #: The model that answered (as the backend reported it) and the worker slot
     #: (``host/slot``) that ran the attempt: provenance of what it produced.
     model: str = ""
     worker: str = ""
+
+    @field_validator("usage")
+    @classmethod
+    def _one_attempts_usage(cls, usage: Usage) -> Usage:
+        if usage.cost_usd > MAX_ATTEMPT_COST_USD:
+            raise ValueError(
+                f"cost_usd {usage.cost_usd:g} is more than one attempt can cost "
+                f"(at most {MAX_ATTEMPT_COST_USD:g})"
+            )
+        if max(usage.input_tokens, usage.output_tokens) > MAX_ATTEMPT_TOKENS:
+            raise ValueError(f"more tokens than one attempt can use (at most {MAX_ATTEMPT_TOKENS})")
+        return usage
+
+    @field_validator("error", "model", "worker", mode="before")
+    @classmethod
+    def _cut(cls, text: object) -> object:
+        if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
+            return f"{text[:MAX_TEXT_CHARS]} [{len(text) - MAX_TEXT_CHARS} characters cut]"
+        return text
 
     @property
     def item(self) -> WorkItem:

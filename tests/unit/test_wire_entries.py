@@ -68,11 +68,23 @@ def test_a_submission_of_a_yaml_tree_keeps_its_suffix(
     assert sub is not None and sub.tree_suffix == ".yaml"
 
 
-@pytest.mark.parametrize("field", ["cost", "duration"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        # Logged as null (JSON has no infinity), it would make the run's log unreadable.
+        '"usage": {"cost_usd": 1e400}',
+        '"duration_s": 1e400',
+        # Finite, but two such costs (or durations) add up to infinity in the run's totals
+        # (and its phase means), which no log, snapshot or priority can hold.
+        '"usage": {"cost_usd": 1.7e308}',
+        '"duration_s": 1.7e308',
+        '"usage": {"input_tokens": 1' + "0" * 400 + "}",
+    ],
+    ids=["infinite-cost", "infinite-duration", "huge-cost", "huge-duration", "huge-tokens"],
+)
 def test_a_result_with_an_infinite_cost_or_duration_is_dropped_as_malformed(
-    fake: fakeredis.FakeRedis, field: str
+    fake: fakeredis.FakeRedis, extra: str
 ) -> None:
-    # Logged as null (JSON has no infinity), it would make the run's log unreadable.
     doc: dict[str, object] = {
         "run_id": "r1",
         "component_id": "tokens",
@@ -80,9 +92,7 @@ def test_a_result_with_an_infinite_cost_or_duration_is_dropped_as_malformed(
         "attempt": 1,
         "outcome": "error",
     }
-    text = json.dumps(doc)[:-1] + (
-        ', "usage": {"cost_usd": 1e400}}' if field == "cost" else ', "duration_s": 1e400}'
-    )
+    text = json.dumps(doc)[:-1] + f", {extra}}}"
     stream = ResultStream(fake, keys.run_results("r1"))
     stream.ensure_group()
     fake.xadd(keys.run_results("r1"), {"result": text})
@@ -98,3 +108,24 @@ def test_a_review_key_of_the_wrong_type_is_deleted_and_holds_no_decision(
     assert take_review_requests(fake, "r1") == []
     assert not fake.exists(keys.review_requests("r1"))
     assert take_review_requests(fake, "r1") == []
+
+
+def test_a_results_overlong_texts_are_cut_and_the_result_is_kept() -> None:
+    """An error of megabytes would become one line of the audit log of that size; the
+    result stays (its outcome matters), its texts are cut, saying so."""
+    from pact_workers.models.work import MAX_TEXT_CHARS, ResultMessage
+
+    result = ResultMessage.model_validate(
+        {
+            "run_id": "r1",
+            "component_id": "tokens",
+            "phase": "contract",
+            "attempt": 1,
+            "outcome": "error",
+            "error": "e" * (10 << 20),
+            "worker": "w" * 100_000,
+        }
+    )
+    assert len(result.error) <= MAX_TEXT_CHARS + 100 and result.error.startswith("eee")
+    assert "characters cut" in result.error
+    assert len(result.worker) <= MAX_TEXT_CHARS + 100
