@@ -28,17 +28,19 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from pact_workers.errors import PactError
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import retry_deadline
+from pact_workers.fleet.wire import is_wrong_type
 
 __all__ = ["Holder", "LeaseLost", "RunLeases", "lease_holders"]
 
@@ -99,18 +101,45 @@ class RunLeases:
         self.client = client
         self.scheduler_id = scheduler_id
         self.ttl_s = ttl_s
+        self._fence_said_at = -60.0
 
     @property
     def _ttl_ms(self) -> int:
         return max(1, round(self.ttl_s * 1000))
 
     def acquire(self, run_id: str) -> int | None:
-        """Take the lease of ``run_id`` if nobody else holds it; its new token, else None."""
-        token = self._acquire_script(
-            keys=[keys.owner(run_id), keys.RUN_FENCES],
-            args=[run_id, self.scheduler_id, self._ttl_ms],
-        )
+        """Take the lease of ``run_id`` if nobody else holds it; its new token, else None
+        (also when no token can be issued: see :meth:`_no_fence`)."""
+        try:
+            token = self._acquire_script(
+                keys=[keys.owner(run_id), keys.RUN_FENCES],
+                args=[run_id, self.scheduler_id, self._ttl_ms],
+            )
+        except ResponseError as exc:
+            if not is_wrong_type(exc):
+                raise
+            self._no_fence()
+            return None
         return int(token) or None
+
+    def _no_fence(self) -> None:
+        """``pact:runs:fence`` is not a hash. Deleting it, as a reader does with other
+        keys of the wrong type (``pact_workers.fleet.wire``), would issue tokens from 1
+        again, below those of attempts in flight, which fencing must never do: so it is
+        left to an operator, and no run is taken until then (said once a minute)."""
+        now = time.monotonic()
+        if now < self._fence_said_at + 60.0:
+            return
+        self._fence_said_at = now
+        found = self.client.type(keys.RUN_FENCES)
+        kind = found.decode() if isinstance(found, bytes) else str(found)
+        log.error(
+            "%s is a Redis %s, not a hash: no lease token can be issued, so no run can be "
+            "taken or adopted (the runs held are driven on). Restore it from a backup; or, "
+            "with every scheduler and worker stopped, delete it",
+            keys.RUN_FENCES,
+            kind,
+        )
 
     def renew(self, held: Mapping[str, int]) -> set[str]:
         """Extend the leases of ``held`` (run id -> token) in one round trip; the runs

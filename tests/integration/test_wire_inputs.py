@@ -107,3 +107,28 @@ def test_a_lease_key_of_the_wrong_type_is_no_lease(redis_url: str) -> None:
     again = leases.acquire("r1")
     assert again is not None and again > token
     leases.check("r1", again)
+
+
+def test_a_fence_hash_of_the_wrong_type_stops_new_leases_and_says_so_without_losing_it(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every lease's token comes from ``pact:runs:fence``. Deleting a fence that is not a
+    hash would start tokens at 1 again, below the ones in flight, so it is left for an
+    operator: no lease is given meanwhile (the loop goes on with the runs it has; it used
+    to fail on WRONGTYPE at every turn), and the error names the key and what to do."""
+    client = redis.Redis.from_url(redis_url)
+    leases = RunLeases(client, "s1", ttl_s=10)
+    first = leases.acquire("r1")
+    assert first is not None
+    client.delete(keys.RUN_FENCES)
+    client.set(keys.RUN_FENCES, "garbage")
+    with caplog.at_level("ERROR"):
+        assert leases.acquire("r2") is None
+    [record] = [r for r in caplog.records if keys.RUN_FENCES in r.getMessage()]
+    assert "not a hash" in record.getMessage() and "no run can be taken" in record.getMessage()
+    assert client.get(keys.RUN_FENCES) == b"garbage"  # kept for the operator
+    assert not client.exists(keys.owner("r2"))
+    client.delete(keys.RUN_FENCES)
+    client.hset(keys.RUN_FENCES, "r1", first)  # restored
+    again = leases.acquire("r2")
+    assert again is not None
