@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.errors import InputError
 from pact_workers.fleet import keys
+from pact_workers.fleet.wire import discard, is_wrong_type
 from pact_workers.models.documents import validation_problems
 from pact_workers.models.tree import load_tree
 from scheduler.launch import new_run_id
@@ -248,8 +249,16 @@ class SubmissionQueue:
         self.client = client
         self.consumer = consumer
         self.claim_idle_ms = max(1, round(claim_idle_s * 1000))
+        self._ensure_group()
+
+    def _ensure_group(self) -> None:
+        # A key of another type by the stream's name holds no submissions: it is
+        # deleted (and said so), or every read would fail with WRONGTYPE for ever.
+        discard(self.client, keys.SUBMISSIONS, expected="stream", what="submissions")
         try:
-            client.xgroup_create(keys.SUBMISSIONS, keys.SUBMISSIONS_GROUP, id="0", mkstream=True)
+            self.client.xgroup_create(
+                keys.SUBMISSIONS, keys.SUBMISSIONS_GROUP, id="0", mkstream=True
+            )
         except redis.ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
@@ -258,6 +267,17 @@ class SubmissionQueue:
         """Up to ``count`` entries: (entry id, submission or None when malformed)."""
         if count <= 0:
             return []
+        try:
+            return self._take(count)
+        except redis.ResponseError as exc:
+            # Not a stream (deleted and written as another type), or the group gone
+            # with a Redis restarted without persistence: both made again.
+            if not (is_wrong_type(exc) or str(exc).startswith("NOGROUP")):
+                raise
+            self._ensure_group()
+            return []  # read at the next turn
+
+    def _take(self, count: int) -> list[tuple[bytes, Submission | None]]:
         reply: Any = self.client.xautoclaim(
             keys.SUBMISSIONS,
             keys.SUBMISSIONS_GROUP,

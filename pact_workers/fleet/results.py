@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from redis.exceptions import ResponseError
 
 from pact_workers.fleet import keys
+from pact_workers.fleet.wire import discard, is_wrong_type
 from pact_workers.models.documents import validation_problems
 from pact_workers.models.work import ResultMessage
 
@@ -120,7 +121,9 @@ class ResultStream:
     # ------------------------------------------------------------------ public
 
     def ensure_group(self) -> None:
-        """Create the stream and the group (reading from the start) unless they exist."""
+        """Create the stream and the group (reading from the start) unless they exist. A
+        key of another type by the stream's name (it holds no results) is deleted first."""
+        discard(self.client, self.stream, expected="stream", what="results")
         try:
             self.client.xgroup_create(self.stream, self.group, id="0", mkstream=True)
         except ResponseError as exc:
@@ -199,6 +202,9 @@ class ResultStream:
         try:
             return call()
         except ResponseError as exc:
+            if is_wrong_type(exc):  # not a stream: ensure_group replaces it
+                self.ensure_group()
+                return call()
             if not str(exc).startswith("NOGROUP"):
                 raise
             log.warning(
@@ -349,9 +355,11 @@ class ResultStreams:
         try:
             response = self._read_new(count, block)
         except ResponseError as exc:
-            if not str(exc).startswith("NOGROUP"):
+            if not (str(exc).startswith("NOGROUP") or is_wrong_type(exc)):
                 raise
-            log.warning("a results stream lost its consumer group; recreating the groups")
+            log.warning(
+                "a results stream lost its consumer group, or is no stream; recreating them"
+            )
             for reader in readers:
                 reader.ensure_group()
             response = self._read_new(count, block)

@@ -18,7 +18,7 @@ from typing import TypeVar
 import redis
 from redis.exceptions import ResponseError
 
-__all__ = ["is_wrong_type", "read_or_discard"]
+__all__ = ["discard", "is_wrong_type", "read_or_discard"]
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +41,17 @@ def read_or_discard(
     except ResponseError as exc:
         if not is_wrong_type(exc):
             raise
+    discard(client, key, expected=expected, what=what)
+    return None
+
+
+def discard(client: redis.Redis, key: str, *, expected: str, what: str) -> bool:
+    """Delete ``key`` if it is neither absent nor of the ``expected`` Redis type, saying
+    so (``what`` it should hold); whether it was."""
     found = client.type(key)
     kind = found.decode() if isinstance(found, bytes) else str(found)
+    if kind in (expected, "none"):
+        return False
     log.error("%s is a Redis %s, not a %s (%s); deleted", key, kind, expected, what)
     client.delete(key)
-    return None
+    return True

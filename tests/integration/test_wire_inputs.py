@@ -15,10 +15,12 @@ import pytest
 import redis
 
 from pact_workers.fleet import keys
+from pact_workers.fleet.results import ResultStream, ResultStreams
 from scheduler.ownership import LeaseLost, RunLeases
-from scheduler.registry import Submission
+from scheduler.registry import Submission, SubmissionQueue
 from tests.integration.fleet import Fleet
 from tests.integration.test_service import ALL_ROLES, check_applied_once
+from tests.unit.test_wire_entries import submission
 
 RUN_TIMEOUT_S = 120
 
@@ -132,3 +134,61 @@ def test_a_fence_hash_of_the_wrong_type_stops_new_leases_and_says_so_without_los
     client.hset(keys.RUN_FENCES, "r1", first)  # restored
     again = leases.acquire("r2")
     assert again is not None
+
+
+def result_entry(component_id: str) -> dict[str, str]:
+    doc = {
+        "run_id": "r1",
+        "component_id": component_id,
+        "phase": "contract",
+        "attempt": 1,
+        "outcome": "error",
+    }
+    return {"result": json.dumps(doc)}
+
+
+def test_a_submissions_key_that_is_no_stream_is_replaced_and_the_queue_goes_on(
+    redis_url: str, example: Path
+) -> None:
+    """A key of another type by the stream's name failed every read with WRONGTYPE, and
+    the service tried again for ever; it holds no submissions, so it is replaced."""
+    client = redis.Redis.from_url(redis_url)
+    client.set(keys.SUBMISSIONS, "not a stream")
+    queue = SubmissionQueue(client, "s1", claim_idle_s=10)  # starting with it there
+    assert queue.take(10) == []
+    client.delete(keys.SUBMISSIONS)
+    client.rpush(keys.SUBMISSIONS, "not a stream either")  # while the service runs
+    assert queue.take(10) == []
+    client.xadd(keys.SUBMISSIONS, submission(example, run_id="good1"))
+    [(entry_id, sub)] = queue.take(10)
+    assert sub is not None and sub.run_id == "good1"
+    queue.ack(entry_id)
+    client.delete(keys.SUBMISSIONS)  # the stream and its group gone (a Redis restarted bare)
+    assert queue.take(10) == []
+    client.xadd(keys.SUBMISSIONS, submission(example, run_id="good2"))
+    [(_, sub)] = queue.take(10)
+    assert sub is not None and sub.run_id == "good2"
+
+
+def test_a_results_key_that_is_no_stream_is_replaced_and_reading_goes_on(
+    redis_url: str,
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    one = ResultStream(client, keys.run_results("r1"))
+    client.set(keys.run_results("r1"), "not a stream")
+    one.ensure_group()
+    assert one.read(block_ms=0) == []
+    client.delete(keys.run_results("r1"))
+    client.set(keys.run_results("r1"), "not a stream")
+    assert one.read(block_ms=0) == []  # replaced while reading
+    client.xadd(keys.run_results("r1"), result_entry("a"))
+    assert [d.result.component_id for d in one.read(block_ms=0)] == ["a"]
+
+    many = ResultStreams(client)
+    many.attach(keys.run_results("r2"))
+    assert many.read(block_ms=0) == []  # the backlog is read; new entries next
+    client.delete(keys.run_results("r2"))
+    client.hset(keys.run_results("r2"), "x", "y")
+    assert many.read(block_ms=0) == []
+    client.xadd(keys.run_results("r2"), {"result": result_entry("b")["result"].replace("r1", "r2")})
+    assert [d.result.component_id for d in many.read(block_ms=0)] == ["b"]
