@@ -32,7 +32,7 @@ from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import task_received, worker_ready, worker_shutdown
 from pydantic import ValidationError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from pact_workers.agents.base import Agent
 from pact_workers.app import QUEUES, TASK_NAMES, app, broker_url_from_env
@@ -179,13 +179,15 @@ def run_attempt(message: dict[str, Any] | TaskMessage, rt: WorkerRuntime | None 
         try:
             published = rt.leases.finish(task, task.reply_to, result.model_dump_json().encode())
         except RedisError as exc:
+            why = "Redis refused it" if isinstance(exc, ResponseError) else "Redis unreachable"
             log.warning(
-                "could not publish the result of %s: Redis is unreachable (%s); the "
-                "scheduler dispatches the attempt again when its lease expires",
+                "could not publish the result of %s: %s (%s); the scheduler dispatches the "
+                "attempt again when its lease expires",
                 task.idempotency_key,
+                why,
                 exc,
             )
-            return "unpublished: Redis unreachable"
+            return f"unpublished: {why}"
         if not published:
             return "duplicate"
         hold.release()

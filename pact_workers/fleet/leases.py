@@ -201,7 +201,11 @@ class Leases:
     def finish(self, task: Attempt, stream: str, result_json: bytes) -> bool:
         """Publish the result of ``task`` once: the done marker, the stream entry and the
         lease's deletion happen together (one script), so a scheduler never sees the
-        lease gone without the marker. False when a result was already published."""
+        lease gone without the marker. False when a result was already published.
+
+        Raises:
+            redis.ResponseError: ``stream`` is a key of another type; nothing was written.
+        """
         done_key = keys.done(task.run_id, task.component_id, task.phase, task.attempt)
         return bool(
             self._finish_script(
@@ -241,6 +245,13 @@ class Leases:
     def _finish_script(self) -> Any:
         return self.client.register_script(
             """
+            -- Checked before anything is written (a script's writes are not undone when
+            -- a later command fails): a marker without its result would leave the
+            -- attempt neither lost nor finished until its role's timeout.
+            local kind = redis.call('TYPE', KEYS[2]).ok
+            if kind ~= 'stream' and kind ~= 'none' then
+                return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' is a ' .. kind)
+            end
             if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
                 return 0
             end

@@ -192,3 +192,26 @@ def test_a_results_key_that_is_no_stream_is_replaced_and_reading_goes_on(
     assert many.read(block_ms=0) == []
     client.xadd(keys.run_results("r2"), {"result": result_entry("b")["result"].replace("r1", "r2")})
     assert [d.result.component_id for d in many.read(block_ms=0)] == ["b"]
+
+
+def test_a_result_is_not_marked_done_when_its_stream_is_no_stream(redis_url: str) -> None:
+    """A worker publishes with one script: the done marker, the stream entry, the lease's
+    deletion. A results key of another type failed the script after the marker was set
+    (a script's writes stay), so the attempt was neither lost (it has a marker) nor
+    finished (no result) until its role's timeout; now nothing is written, the lease
+    expires, and the attempt is dispatched again at once."""
+    from pact_workers.fleet.leases import Leases
+    from pact_workers.models.work import Phase, TaskMessage
+
+    client = redis.Redis.from_url(redis_url)
+    task = TaskMessage(run_id="r1", component_id="c", phase=Phase.CONTRACT, attempt=1)
+    leases = Leases(client, ttl_s=60)
+    leases.dispatch(task)
+    assert leases.claim(task, "w1")
+    client.set(keys.run_results("r1"), "not a stream")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        leases.finish(task, keys.run_results("r1"), b"{}")
+    assert not client.exists(keys.done("r1", "c", "contract", 1))
+    client.delete(keys.run_results("r1"))
+    assert leases.finish(task, keys.run_results("r1"), b"{}")  # once the key is a stream
+    assert client.exists(keys.done("r1", "c", "contract", 1))
