@@ -10,6 +10,28 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pact_workers.errors import InputError
+
+
+def given_path(text: str, field: str = "") -> Path:
+    """A path a user or client gave as text (``field`` names where). Refused when empty:
+    ``Path("")`` is the working directory, so ``--project "$DIR"`` with ``DIR`` unset
+    would write a run where the user stands; and when it holds a NUL byte, which no
+    path can.
+
+    Raises:
+        InputError: saying which of the two.
+    """
+    where = f"{field}: " if field else ""
+    if not text:
+        raise InputError(
+            f"{where}an empty path, which would mean the working directory; give a file or "
+            "directory (is a variable unset?)"
+        )
+    if "\x00" in text:
+        raise InputError(f"{where}{text!r} holds a NUL byte, which no path can; fix the path")
+    return Path(text)
+
 
 def atomic_write(path: Path | str, data: bytes | Sequence[bytes], *, fsync: bool = True) -> None:
     """Write ``data`` to ``path`` via a temporary file in the same directory, fsync, rename.

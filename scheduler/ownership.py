@@ -40,7 +40,7 @@ from redis.exceptions import RedisError, ResponseError
 from pact_workers.errors import PactError
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import retry_deadline
-from pact_workers.fleet.wire import is_wrong_type
+from pact_workers.fleet.wire import is_wrong_type, key_type
 
 __all__ = ["Holder", "LeaseLost", "RunLeases", "lease_holders"]
 
@@ -131,14 +131,12 @@ class RunLeases:
         if now < self._fence_said_at + 60.0:
             return
         self._fence_said_at = now
-        found = self.client.type(keys.RUN_FENCES)
-        kind = found.decode() if isinstance(found, bytes) else str(found)
         log.error(
             "%s is a Redis %s, not a hash: no lease token can be issued, so no run can be "
             "taken or adopted (the runs held are driven on). Restore it from a backup; or, "
             "with every scheduler and worker stopped, delete it",
             keys.RUN_FENCES,
-            kind,
+            key_type(self.client, keys.RUN_FENCES),
         )
 
     def renew(self, held: Mapping[str, int]) -> set[str]:

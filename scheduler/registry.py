@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.errors import InputError
 from pact_workers.fleet import keys
-from pact_workers.fleet.wire import discard, is_wrong_type
+from pact_workers.fleet.wire import ensure_group, is_wrong_type
 from pact_workers.models.documents import validation_problems
 from pact_workers.models.tree import load_tree
 from scheduler.launch import new_run_id
@@ -254,14 +254,7 @@ class SubmissionQueue:
     def _ensure_group(self) -> None:
         # A key of another type by the stream's name holds no submissions: it is
         # deleted (and said so), or every read would fail with WRONGTYPE for ever.
-        discard(self.client, keys.SUBMISSIONS, expected="stream", what="submissions")
-        try:
-            self.client.xgroup_create(
-                keys.SUBMISSIONS, keys.SUBMISSIONS_GROUP, id="0", mkstream=True
-            )
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        ensure_group(self.client, keys.SUBMISSIONS, keys.SUBMISSIONS_GROUP, what="submissions")
 
     def take(self, count: int) -> list[tuple[bytes, Submission | None]]:
         """Up to ``count`` entries: (entry id, submission or None when malformed)."""

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from redis.exceptions import ResponseError
 
 from pact_workers.fleet import keys
-from pact_workers.fleet.wire import discard, is_wrong_type
+from pact_workers.fleet.wire import ensure_group, is_wrong_type
 from pact_workers.models.documents import validation_problems
 from pact_workers.models.work import ResultMessage
 
@@ -123,12 +123,7 @@ class ResultStream:
     def ensure_group(self) -> None:
         """Create the stream and the group (reading from the start) unless they exist. A
         key of another type by the stream's name (it holds no results) is deleted first."""
-        discard(self.client, self.stream, expected="stream", what="results")
-        try:
-            self.client.xgroup_create(self.stream, self.group, id="0", mkstream=True)
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        ensure_group(self.client, self.stream, self.group, what="results")
 
     def reset(self) -> None:
         """Start again with this consumer's own pending entries, then a claim pass."""

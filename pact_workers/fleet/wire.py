@@ -18,7 +18,7 @@ from typing import TypeVar
 import redis
 from redis.exceptions import ResponseError
 
-__all__ = ["discard", "is_wrong_type", "read_or_discard"]
+__all__ = ["discard", "ensure_group", "is_wrong_type", "key_type", "read_or_discard"]
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +45,30 @@ def read_or_discard(
     return None
 
 
+def key_type(client: redis.Redis, key: str) -> str:
+    """The Redis type of ``key`` (``none`` when it is absent), as text."""
+    found = client.type(key)
+    return found.decode() if isinstance(found, bytes) else str(found)
+
+
 def discard(client: redis.Redis, key: str, *, expected: str, what: str) -> bool:
     """Delete ``key`` if it is neither absent nor of the ``expected`` Redis type, saying
     so (``what`` it should hold); whether it was."""
-    found = client.type(key)
-    kind = found.decode() if isinstance(found, bytes) else str(found)
+    kind = key_type(client, key)
     if kind in (expected, "none"):
         return False
     log.error("%s is a Redis %s, not a %s (%s); deleted", key, kind, expected, what)
     client.delete(key)
     return True
+
+
+def ensure_group(client: redis.Redis, stream: str, group: str, *, what: str) -> None:
+    """Create ``stream`` and its consumer ``group`` (reading from the start) unless they
+    exist; a key of another type by the stream's name (it holds none of ``what`` the
+    stream carries) is deleted first."""
+    discard(client, stream, expected="stream", what=what)
+    try:
+        client.xgroup_create(stream, group, id="0", mkstream=True)
+    except ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise

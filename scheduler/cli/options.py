@@ -9,15 +9,17 @@ from typing import Annotated
 
 import typer
 
+from pact_workers import files
 from pact_workers.agents.factory import AGENTS
+from pact_workers.errors import InputError
 
 
 def given_path(text: str) -> Path:
-    """A path as typed. An empty one is refused: ``Path("")`` is the working directory,
-    so ``--project "$DIR"`` with ``DIR`` unset would write a run where the user stands."""
-    if not text:
-        raise typer.BadParameter("an empty path; give a file or directory (is a variable unset?)")
-    return Path(text)
+    """A path argument or option as typed (:func:`pact_workers.files.given_path`)."""
+    try:
+        return files.given_path(text)
+    except InputError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def given_text(text: str) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pact_workers.errors import InputError, RunDirError
+from pact_workers.files import given_path
 from pact_workers.models.documents import not_a_directory
 from pact_workers.verify import CONTRACT_FILE
 from scheduler.budget import PhaseBudget
@@ -38,16 +39,6 @@ class NoProject(InputError):
 
 class NotConfirmed(InputError):
     """A state-changing tool was called without ``confirm: true``."""
-
-
-def given_path(field: str, value: str) -> Path:
-    """A path a client gave as text: refused when empty (it would mean the working
-    directory) or holding a NUL byte (no path can)."""
-    if not value:
-        raise InputError(f"{field}: an empty path; give a file or directory, or leave it out")
-    if "\x00" in value:
-        raise InputError(f"{field}: {value!r} holds a NUL byte, which no path can; fix the path")
-    return Path(value)
 
 
 def discover_project(explicit: Path | None, cwd: Path) -> Path | None:
@@ -189,8 +180,8 @@ class ProjectTools:
             raise InputError(
                 "no scheduler service: start the server with `pact mcp --broker redis://...`"
             )
-        paths = [given_path(f"trees[{i}]", tree) for i, tree in enumerate(trees)]
-        replay = None if replay_dir is None else given_path("replay_dir", replay_dir)
+        paths = [given_path(tree, f"trees[{i}]") for i, tree in enumerate(trees)]
+        replay = None if replay_dir is None else given_path(replay_dir, "replay_dir")
         if agent == "replay" and replay is None:  # named as the client spells it
             raise InputError(
                 "replay_dir: the replay agent serves artifacts from a directory; give it"

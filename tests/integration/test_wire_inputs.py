@@ -19,7 +19,7 @@ from pact_workers.fleet.results import ResultStream, ResultStreams
 from scheduler.ownership import LeaseLost, RunLeases
 from scheduler.registry import Submission, SubmissionQueue
 from tests.integration.fleet import Fleet
-from tests.integration.test_service import ALL_ROLES, check_applied_once
+from tests.integration.test_service import ALL_ROLES, check_applied_once, wait_for
 from tests.unit.test_wire_entries import submission
 
 RUN_TIMEOUT_S = 120
@@ -37,17 +37,6 @@ def submit(client: redis.Redis, example: Path, run_id: str, **fields: object) ->
     doc = {**sub.model_dump(), "run_id": run_id, **fields}
     client.hset(keys.RUNS, run_id, json.dumps({"run_id": run_id, "name": "t", "state": "queued"}))
     client.xadd(keys.SUBMISSIONS, {"submission": json.dumps(doc)})
-
-
-def wait_for_state(client: redis.Redis, run_id: str, fleet: Fleet) -> str:
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    while time.monotonic() < deadline:
-        raw = client.hget(keys.RUNS, run_id)
-        state = json.loads(raw)["state"] if raw else ""
-        if state not in {"", "queued", "active"}:
-            return str(state)
-        time.sleep(0.2)
-    raise AssertionError(f"run {run_id} did not finish\n{fleet.logs()}")
 
 
 @pytest.mark.slow
@@ -80,7 +69,8 @@ def test_the_service_drops_poison_submissions_and_results_and_completes_a_good_r
         }
         client.xadd(stream, {"result": json.dumps(unknown)})
         client.rpush(keys.cancel_request("good1"), "not a request")
-        assert wait_for_state(client, "good1", fleet) == "completed"
+        [entry] = wait_for(redis_url, {"good1"}, fleet)
+        assert entry["state"] == "completed"
         assert service.running(), fleet.logs()
     check_applied_once(runs_dir / "good1")
     assert not (tmp_path / "escaped").exists()
