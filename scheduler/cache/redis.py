@@ -24,6 +24,7 @@ from pact_workers.errors import ArtifactError
 from pact_workers.fleet import keys
 from pact_workers.fleet.blobs import RedisBlobStore
 from pact_workers.fleet.connection import describe
+from pact_workers.fleet.wire import read_or_discard
 from scheduler.cache.entry import CacheEntry, check_digest
 
 __all__ = ["RedisActionCache"]
@@ -59,10 +60,18 @@ class RedisActionCache:
             raise ArtifactError(str(exc)) from None
 
     def get(self, key: str) -> CacheEntry | None:
-        pipe = self.client.pipeline(transaction=False)
-        pipe.get(self._key(key))
-        pipe.expire(self._key(key), self.ttl_s)
-        raw: Any = pipe.execute()[0]
+        name = self._key(key)
+
+        def read() -> Any:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.get(name)
+            pipe.expire(name, self.ttl_s)
+            return pipe.execute()[0]
+
+        # An entry of another type is no entry: a miss, said once (the key goes).
+        raw = read_or_discard(
+            self.client, name, read, expected="string", what="an action cache entry"
+        )
         if raw is None:
             return None
         return CacheEntry.from_bytes(raw if isinstance(raw, bytes) else str(raw).encode(), key)
