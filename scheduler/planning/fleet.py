@@ -9,11 +9,12 @@ no answer within the timeout is a planning error that names the queue no worker 
 
 from __future__ import annotations
 
-import json
 import secrets
 from typing import Any
 
 from celery import Celery
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from redis.exceptions import ResponseError
 
 from pact_workers.agents.planning import PlanAnswer, PlanCall
 from pact_workers.app import QUEUES, TASK_NAMES, fleet_config
@@ -24,10 +25,11 @@ from pact_workers.errors import (
 )
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import redis_from_url
+from pact_workers.fleet.wire import discard, is_wrong_type
 from pact_workers.models.work import Usage
 from scheduler.planning.plan import PlanningError
 
-__all__ = ["FleetPlanner"]
+__all__ = ["FleetPlanner", "PlanReply"]
 
 #: How long one planning call may take on a worker, queueing included.
 DEFAULT_TIMEOUT_S = 900.0
@@ -83,21 +85,66 @@ class FleetPlanner:
             queue=QUEUES[call.role],
             task_id=f"plan-{call.role}-{call.plan_id}",
         )
-        popped = self.client.blpop([key], timeout=self.timeout_s)
+        try:
+            popped = self.client.blpop([key], timeout=self.timeout_s)
+        except ResponseError as exc:
+            if not is_wrong_type(exc):
+                raise
+            discard(self.client, key, expected="list", what="the answer to a planning call")
+            raise PlanningError(
+                f"{key} was a key of another type, not a planning answer: no answer "
+                f"could arrive there; run `pact plan` again"
+            ) from None
         if popped is None:
             raise PlanningError(
                 f"no answer from the {call.role} within {self.timeout_s:g} s: is a worker "
                 f"serving {QUEUES[call.role]}? (`pact worker --roles {call.role} --broker URL`)"
             )
         self.client.delete(key)
-        reply = json.loads(popped[1])
-        if "error" in reply:
+        reply = _reply(key, popped[1])
+        if reply.error is not None:
             error = {
                 "transient": TransientAgentError,
                 "systemic": SystemicAgentError,
-            }.get(reply.get("error_class", ""), PermanentAgentError)
-            raise error(f"{call.role}: {reply['error']}")
-        return PlanAnswer(data=reply["data"], usage=Usage.model_validate(reply.get("usage", {})))
+            }.get(reply.error_class, PermanentAgentError)
+            raise error(f"{call.role}: {reply.error}")
+        return PlanAnswer(data=reply.data, usage=reply.usage)
 
     def close(self) -> None:
         self.client.close()
+
+
+class PlanReply(BaseModel):
+    """A worker's answer on ``pact:plan:<id>``: the answer and its usage, or the error."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    data: Any = None
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+    error_class: str = ""
+
+    @model_validator(mode="after")
+    def _answer_or_error(self) -> PlanReply:
+        if self.error is None and "data" not in self.model_fields_set:
+            raise ValueError("neither an answer ('data') nor an error ('error')")
+        return self
+
+
+def _reply(key: str, raw: bytes | str) -> PlanReply:
+    """The answer in ``raw``, read from ``key``.
+
+    Raises:
+        PlanningError: ``raw`` is not an answer (anyone can write to Redis), naming
+            the key and what is wrong.
+    """
+    try:
+        return PlanReply.model_validate_json(raw)
+    except ValidationError as exc:
+        problem = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'the answer'}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        raise PlanningError(
+            f"{key} held {raw[:80]!r}, not a planning answer ({problem}); is every worker "
+            "serving the planning roles of this pact-fleet's version?"
+        ) from None

@@ -37,3 +37,93 @@ def test_an_action_cache_entry_of_the_wrong_type_is_a_miss_logged_once_and_delet
     assert "not a string" in record.getMessage()
     assert not fake.exists(keys.action(ACTION))
     assert cache.get(ACTION) is None  # a plain miss now
+
+
+class _Replier:
+    """Celery's place in a planning call: instead of a worker, garbage is the answer."""
+
+    def __init__(self, client: fakeredis.FakeRedis, reply: bytes) -> None:
+        self.client = client
+        self.reply = reply
+
+    def send_task(self, name: str, *, args: list[dict[str, str]], **_: object) -> None:
+        self.client.rpush(keys.plan_reply(args[0]["plan_id"]), self.reply)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"not json",
+        b"\xff\xfe",
+        b"[1, 2]",
+        b'"a string"',
+        b"{}",
+        b'{"usage": {}}',
+        b'{"data": {}, "usage": {"input_tokens": "many"}}',
+        b'{"data": {}, "usage": [1]}',
+        b'{"error": ["not", "text"]}',
+        b'{"error": "boom", "error_class": ["x"]}',
+        b"[" * 100_000,
+    ],
+    ids=[
+        "not-json",
+        "not-utf8",
+        "a-list",
+        "a-string",
+        "empty",
+        "no-data",
+        "bad-usage",
+        "usage-a-list",
+        "error-not-text",
+        "error-class-a-list",
+        "deep",
+    ],
+)
+def test_a_planning_answer_that_is_not_one_is_a_planning_error_naming_its_key(
+    fake: fakeredis.FakeRedis, reply: bytes
+) -> None:
+    from scheduler.planning.fleet import FleetPlanner
+    from scheduler.planning.plan import PlanningError
+
+    planner = FleetPlanner("redis://127.0.0.1:1/0", agent="replay", agent_options={})
+    planner.client = fake
+    planner.celery = _Replier(fake, reply)  # type: ignore[assignment]
+    with pytest.raises(PlanningError, match=r"pact:plan:\w+ .*not a planning answer"):
+        planner.interview("build a thing")
+    assert fake.keys("pact:plan:*") == []
+
+
+def test_a_planning_answer_that_is_one_is_used(fake: fakeredis.FakeRedis) -> None:
+    from pact_workers.errors import TransientAgentError
+    from scheduler.planning.fleet import FleetPlanner
+
+    planner = FleetPlanner("redis://127.0.0.1:1/0", agent="replay", agent_options={})
+    planner.client = fake
+    planner.celery = _Replier(fake, b'{"data": {"q": 1}, "usage": {"input_tokens": 3}}')  # type: ignore[assignment]
+    answer = planner.interview("build a thing")
+    assert answer.data == {"q": 1} and answer.usage.input_tokens == 3
+    planner.celery = _Replier(fake, b'{"error": "busy", "error_class": "transient"}')  # type: ignore[assignment]
+    with pytest.raises(TransientAgentError, match="busy"):
+        planner.interview("build a thing")
+
+
+class _Squatter(_Replier):
+    """The answer's key is made a string before any answer comes."""
+
+    def send_task(self, name: str, *, args: list[dict[str, str]], **_: object) -> None:
+        self.client.set(keys.plan_reply(args[0]["plan_id"]), self.reply)
+
+
+def test_a_planning_answer_key_of_the_wrong_type_is_a_planning_error_and_deleted(
+    fake: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    from scheduler.planning.fleet import FleetPlanner
+    from scheduler.planning.plan import PlanningError
+
+    planner = FleetPlanner("redis://127.0.0.1:1/0", agent="replay", agent_options={})
+    planner.client = fake
+    planner.celery = _Squatter(fake, b"squatted")  # type: ignore[assignment]
+    with caplog.at_level(logging.ERROR), pytest.raises(PlanningError, match=r"pact:plan:\w+ was"):
+        planner.interview("build a thing")
+    assert "not a list" in caplog.text
+    assert fake.keys("pact:plan:*") == []
