@@ -14,12 +14,27 @@ from collections.abc import Mapping
 from typing import Any
 
 import redis
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.fleet import keys
 
 __all__ = ["heartbeat_worker", "live_workers"]
 
 log = logging.getLogger(__name__)
+
+
+class Heartbeat(BaseModel):
+    """What a heartbeat must hold to be listed (anyone can write a ``pact:worker:`` key;
+    other fields are kept as they are)."""
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+    roles: list[str] = Field(default_factory=list)
+    hostname: str = ""
+    pid: int | None = None
+    concurrency: int | None = None
+    heartbeat_at: float
+    started_at: float | None = None
 
 
 def _ms(seconds: float) -> int:
@@ -51,9 +66,15 @@ def live_workers(client: redis.Redis) -> dict[str, dict[str, Any]]:
     for key, raw in zip(found, client.mget(found), strict=True):
         if raw is None:
             continue  # expired between SCAN and MGET
-        name = key.decode() if isinstance(key, bytes) else str(key)
+        name = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
         try:
-            workers[name[prefix:]] = dict(json.loads(raw))
-        except (ValueError, TypeError):
-            log.warning("unreadable worker heartbeat %s", name)
+            beat = Heartbeat.model_validate_json(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "the heartbeat"
+            log.warning(
+                "unreadable worker heartbeat %s (%s: %s); skipped", name, where, first["msg"]
+            )
+            continue
+        workers[name[prefix:]] = beat.model_dump(exclude_unset=True)
     return workers

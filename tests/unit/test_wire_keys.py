@@ -127,3 +127,51 @@ def test_a_planning_answer_key_of_the_wrong_type_is_a_planning_error_and_deleted
         planner.interview("build a thing")
     assert "not a list" in caplog.text
     assert fake.keys("pact:plan:*") == []
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        b"not json",
+        b"\xff",
+        b"[" * 100_000,
+        b'[["roles", 5]]',
+        b'{"roles": 5, "heartbeat_at": 1}',
+        b'{"roles": [1, 2], "heartbeat_at": 1}',
+        b'{"roles": ["contract_author"], "heartbeat_at": "yesterday"}',
+        b'{"roles": ["contract_author"], "heartbeat_at": 1, "concurrency": "four"}',
+        b'{"roles": ["contract_author"], "heartbeat_at": NaN}',
+        b'{"roles": ["contract_author"], "heartbeat_at": 1, "pid": [1]}',
+    ],
+    ids=[
+        "not-json",
+        "not-utf8",
+        "deep",
+        "pairs",
+        "roles-a-number",
+        "roles-not-text",
+        "time-not-a-number",
+        "concurrency-not-a-number",
+        "time-nan",
+        "pid-a-list",
+    ],
+)
+def test_a_heartbeat_that_is_not_one_is_skipped_and_named_once(
+    fake: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture, doc: bytes
+) -> None:
+    """``pact workers``, ``pact doctor`` and a run's fleet check crashed on one (a
+    TypeError joining roles that are no list of names, a ValueError on a heartbeat time
+    that is no number), and so did the scheduler's packer counting the fleet's slots."""
+    from pact_workers.fleet.heartbeats import heartbeat_worker, live_workers
+    from scheduler.commands.fleet import roles_without_workers
+    from scheduler.executors.packing import fleet_slots
+
+    heartbeat_worker(fake, "good", {"roles": ["contract_author"], "concurrency": 2}, ttl_s=60)
+    fake.set(keys.worker("bad"), doc)
+    with caplog.at_level(logging.WARNING):
+        found = live_workers(fake)
+    assert list(found) == ["good"]
+    [record] = [r for r in caplog.records if keys.worker("bad") in r.getMessage()]
+    assert "heartbeat" in record.getMessage()
+    assert "contract_author" not in roles_without_workers(found)
+    assert fleet_slots(fake) == {"contract_author": 2}
