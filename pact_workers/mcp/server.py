@@ -12,15 +12,22 @@ Arguments are checked at the edge, as the CLI checks its options:
 - The server logs at WARNING: the SDK logs every refused request at INFO through rich,
   with the client's text in it, and formatting a 4 MB argument held up every session
   for seconds.
+
+``pact_resume`` drives the whole run before it answers. A client that sends a progress
+token with the call is told, as it goes, how many items are finished out of all (at
+most four times a second, and at the end); one that sends none is told nothing.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any, Protocol, TypeVar
 
+import anyio.from_thread
+import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
@@ -44,6 +51,11 @@ Name = Annotated[str, Field(max_length=MAX_NAME)]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: How far a long tool has come: (items finished, items in all, what just happened).
+Progress = Callable[[int, int, str], None]
+
+log = logging.getLogger(__name__)
+
 
 class PactBackend(Protocol):
     """What the server asks; every method may raise a :class:`PactError` whose message
@@ -56,7 +68,9 @@ class PactBackend(Protocol):
     def retrospective(self) -> dict[str, Any]: ...
     def runs(self) -> list[dict[str, Any]]: ...
     def validate(self) -> dict[str, Any]: ...
-    def resume(self, *, confirm: bool, from_phase: str | None = None) -> dict[str, Any]: ...
+    def resume(
+        self, *, confirm: bool, from_phase: str | None = None, progress: Progress | None = None
+    ) -> dict[str, Any]: ...
     def submit(
         self, *, trees: list[str], confirm: bool, agent: str, replay_dir: str | None, priority: int
     ) -> dict[str, Any]: ...
@@ -79,7 +93,12 @@ class PactServer(MCPServer):
         """Register a tool as :meth:`MCPServer.tool` does, and remember its arguments."""
 
         def register(fn: F) -> F:
-            self.arguments[name] = tuple(inspect.signature(fn).parameters)
+            # The request's context is the SDK's to pass, not a client's argument.
+            self.arguments[name] = tuple(
+                parameter.name
+                for parameter in inspect.signature(fn).parameters.values()
+                if parameter.annotation not in (Context, "Context")
+            )
             return self.tool(name=name)(fn)
 
         return register
@@ -172,10 +191,18 @@ def build_server(backend: PactBackend, *, version: str = "") -> MCPServer:
         return call(backend.status)
 
     @server.pact_tool("pact_resume")
-    def pact_resume(confirm: Confirm = False, from_phase: Name | None = None) -> str:
+    async def pact_resume(
+        ctx: Context, confirm: Confirm = False, from_phase: Name | None = None
+    ) -> str:
         """Resume the failed, paused or interrupted run. Changes the run: refused
-        unless confirm is true."""
-        return call(lambda: backend.resume(confirm=confirm, from_phase=from_phase))
+        unless confirm is true. Reports progress (items finished out of all) to a
+        client that asks for it."""
+        progress = _ProgressNotices(ctx)
+        return await anyio.to_thread.run_sync(
+            lambda: call(
+                lambda: backend.resume(confirm=confirm, from_phase=from_phase, progress=progress)
+            )
+        )
 
     @server.pact_tool("pact_submit")
     def pact_submit(
@@ -198,3 +225,22 @@ def build_server(backend: PactBackend, *, version: str = "") -> MCPServer:
         )
 
     return server
+
+
+class _ProgressNotices:
+    """A :data:`Progress` that sends MCP progress notifications for the request of
+    ``ctx``, from the thread a tool works in. A notification that cannot be sent (the
+    client went away) stops the notices, never the work: the run goes on to its end."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.failed = False
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        if self.failed:
+            return
+        try:
+            anyio.from_thread.run(self.ctx.report_progress, done, total, message)
+        except Exception as exc:  # the run must not fail for a notice
+            self.failed = True
+            log.warning("progress notices stopped: %s", exc)

@@ -33,17 +33,16 @@ from scheduler.regression.report import regression_lines
 from scheduler.report import poisoned_items, summary_rows
 from scheduler.settings import load_settings
 from scheduler.state import RunState, RunStatus
+from scheduler.tally import finished
 from scheduler.validation import Rule, Severity
 
 #: Rows of a table or lines of a list shown before "... and N more".
 MAX_ROWS = 200
 
-FINISHED = frozenset({ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.POISONED})
-
 
 class ProgressListener:
     """Shows items finished out of all items while a run works (at most ten times a
-    second: counting is a pass over every item)."""
+    second)."""
 
     def __init__(self, progress: Progress, *, every_s: float = 0.1) -> None:
         self.progress = progress
@@ -58,7 +57,6 @@ class ProgressListener:
         if now - self._shown_at < self.every_s:
             return
         self._shown_at = now
-        finished = sum(i.status in FINISHED for i in state.items.values())
         label = ""
         if isinstance(event, ItemDispatched):
             label = f"{event.component_id}/{event.phase.value} #{event.attempt}"
@@ -66,7 +64,7 @@ class ProgressListener:
             label = f"{event.component_id}/{event.phase.value}: {event.decision}"
         # The description is a markup template: escape the ids it shows.
         label = (label or "items").replace("[", r"\[")
-        self.progress.update(self.task, completed=finished, description=label)
+        self.progress.update(self.task, completed=finished(state), description=label)
 
 
 def progress_display() -> Progress:

@@ -31,6 +31,7 @@ from scheduler.commands.statusdoc import status_json
 from scheduler.commands.validate import read_contract, read_contracts, validate_path
 from scheduler.project import ProjectDir
 from scheduler.settings import load_settings
+from scheduler.tally import ProgressTally, Report
 
 
 class NoProject(InputError):
@@ -153,8 +154,11 @@ class ProjectTools:
             "ok": not result.report.errors and not any(d["severity"] == "error" for d in drift),
         }
 
-    def resume(self, *, confirm: bool, from_phase: str | None = None) -> dict[str, Any]:
-        """Resume the project's failed, paused or interrupted run (state-changing)."""
+    def resume(
+        self, *, confirm: bool, from_phase: str | None = None, progress: Report | None = None
+    ) -> dict[str, Any]:
+        """Resume the project's failed, paused or interrupted run (state-changing);
+        ``progress`` is told how far it has come as it goes (:class:`ProgressTally`)."""
         project = self._project()
         if confirm is not True:
             raise NotConfirmed(
@@ -167,7 +171,11 @@ class ProjectTools:
                 "call); wait for that call to end, and read pact://status to follow it"
             )
         try:
-            state, repaired = resume_run(project_dir=project, from_phase=from_phase)
+            state, repaired = resume_run(
+                project_dir=project,
+                from_phase=from_phase,
+                listener=None if progress is None else ProgressTally(progress),
+            )
         finally:
             self._resuming.release()
         return {"run_id": state.run_id, "status": state.status.value, "repaired": repaired}

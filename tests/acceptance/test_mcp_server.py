@@ -293,9 +293,16 @@ def test_a_confirmed_resume_resumes_the_failed_run(example: Path, tmp_path: Path
     )
     assert failed.returncode == 1
 
+    notices: list[tuple[float, float | None, str | None]] = []
+
+    async def noticed(progress: float, total: float | None, message: str | None) -> None:
+        notices.append((progress, total, message))
+
     async def talk(client: Client) -> tuple[Any, Any, dict[str, Any]]:
         refused = await client.call_tool("pact_resume", {"confirm": "yes"})
-        resumed = await client.call_tool("pact_resume", {"confirm": True})
+        resumed = await client.call_tool(
+            "pact_resume", {"confirm": True}, progress_callback=noticed
+        )
         status = json.loads(text_of(await client.read_resource("pact://status")))
         return refused, resumed, status
 
@@ -304,5 +311,14 @@ def test_a_confirmed_resume_resumes_the_failed_run(example: Path, tmp_path: Path
     assert not resumed.is_error, resumed.content[0].text
     assert json.loads(resumed.content[0].text)["status"] == "completed"
     assert status["status"] == "completed"
+    # The client that asked for progress was told how far the run came, as it went:
+    # items finished out of all, never backwards, ending with the run's end.
+    assert notices, "no progress notification"
+    done = [progress for progress, _, _ in notices]
+    assert done == sorted(done), notices
+    items = sum(status["items"].values())
+    assert status["items"] == {"done": items} and items == 30
+    assert {total for _, total, _ in notices} == {items}, notices
+    assert notices[-1] == (items, items, "run completed")
     retro = json.loads(pact("retrospective", str(project), "--json").stdout)
     assert retro["status"] == "completed"
