@@ -27,6 +27,7 @@ All services should be given the same caps; each grants by its own.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 from collections.abc import Mapping
@@ -35,13 +36,23 @@ from functools import cached_property
 from typing import Any
 
 import redis
+from redis.exceptions import ResponseError
 
 from pact_workers.fleet import keys
+from pact_workers.fleet.wire import discard, is_wrong_type
 
 __all__ = ["RUN_COUNT_STALE_TTLS", "FleetCaps", "Grant", "live_schedulers"]
 
+log = logging.getLogger(__name__)
+
 #: A run's in-flight count nobody has rewritten for this many lease TTLs is dropped.
 RUN_COUNT_STALE_TTLS = 6
+#: The largest count an entry of either hash may hold (attempts, ready items, runs);
+#: an entry with a larger, negative or unreadable one is dropped, as is one dated more
+#: than its staleness ahead of Redis's clock (it would never go stale).
+MAX_COUNT = 1_000_000
+
+_WHAT = ("each scheduler's last grant", "each run's attempts in flight")
 
 
 @dataclass(frozen=True)
@@ -86,17 +97,28 @@ class FleetCaps:
             "runs": len(in_flight),
         }
         counts = {run: {r: n for r, n in roles.items() if n} for run, roles in in_flight.items()}
-        raw = self._reserve_script(
-            keys=[keys.SCHEDULERS, keys.RUNS_IN_FLIGHT],
-            args=[
-                self.scheduler_id,
-                round(2 * self.ttl_s * 1000),
-                round(RUN_COUNT_STALE_TTLS * self.ttl_s * 1000),
-                json.dumps(doc),
-                json.dumps(counts),
-            ],
-        )
+        args = [
+            self.scheduler_id,
+            round(2 * self.ttl_s * 1000),
+            round(RUN_COUNT_STALE_TTLS * self.ttl_s * 1000),
+            json.dumps(doc),
+            json.dumps(counts),
+            MAX_COUNT,
+        ]
+        hashes = [keys.SCHEDULERS, keys.RUNS_IN_FLIGHT]
+        try:
+            raw = self._reserve_script(keys=hashes, args=args)
+        except ResponseError as exc:
+            if not is_wrong_type(exc):
+                raise
+            # Both hashes are rewritten by every loop of every service: nothing in a key
+            # of another type by their names can be read, and deleting it loses one loop.
+            for key, what in zip(hashes, _WHAT, strict=True):
+                discard(self.client, key, expected="hash", what=what)
+            raw = self._reserve_script(keys=hashes, args=args)
         reply = json.loads(raw)
+        for key, entry in reply.get("dropped") or []:
+            log.warning("%s entry %s is not one (a malformed count or time); dropped", key, entry)
         # cjson encodes an empty table as an object: {} here means "nothing".
         slots = {role: int(dict(reply["slots"]).get(role, 0)) for role in self.caps}
         others = {str(k): int(v) for k, v in dict(reply.get("others") or {}).items()}
@@ -122,20 +144,51 @@ class FleetCaps:
             local me = cjson.decode(ARGV[4])
             local mine = cjson.decode(ARGV[5])
             local flying, wanting, others = {}, {}, {}
+            local max = tonumber(ARGV[6])
             local function add(into, counts)
                 for role, n in pairs(counts or {}) do
                     into[role] = (into[role] or 0) + n
                 end
             end
+            -- Anyone can write these hashes: an entry is counted only if it is one.
+            local function counts_ok(counts)
+                if counts == nil then return true end
+                if type(counts) ~= 'table' then return false end
+                for role, n in pairs(counts) do
+                    if type(role) ~= 'string' or type(n) ~= 'number' or n ~= n
+                            or n < 0 or n > max then
+                        return false
+                    end
+                end
+                return true
+            end
+            local dropped = {}
+            -- nil: stale (its writer is gone); false: not an entry (named in the reply).
+            local function read(key, id, raw, stale)
+                local ok, doc = pcall(cjson.decode, raw)
+                if not ok or type(doc) ~= 'table' or type(doc.at) ~= 'number'
+                        or doc.at ~= doc.at or doc.at - now > stale then
+                    table.insert(dropped, {key, id})
+                    redis.call('HDEL', key, id)
+                    return false
+                end
+                if now - doc.at > stale then
+                    redis.call('HDEL', key, id)
+                    return nil
+                end
+                return doc
+            end
             local all = redis.call('HGETALL', KEYS[1])
             for i = 1, #all, 2 do
                 local id = all[i]
                 if id ~= ARGV[1] then
-                    local ok, doc = pcall(cjson.decode, all[i + 1])
-                    if not ok or type(doc) ~= 'table' or type(doc.at) ~= 'number'
-                            or now - doc.at > tonumber(ARGV[2]) then
+                    local doc = read(KEYS[1], id, all[i + 1], tonumber(ARGV[2]))
+                    if doc and not (counts_ok(doc.reserved) and counts_ok(doc.ready)
+                            and (doc.runs == nil or (type(doc.runs) == 'number'
+                                and doc.runs >= 0 and doc.runs <= max))) then
+                        table.insert(dropped, {KEYS[1], id})
                         redis.call('HDEL', KEYS[1], id)
-                    else
+                    elseif doc then
                         add(flying, doc.reserved)
                         add(wanting, doc.ready)
                         others[id] = doc.runs or 0
@@ -146,11 +199,11 @@ class FleetCaps:
             for i = 1, #runs, 2 do
                 local run = runs[i]
                 if mine[run] == nil then
-                    local ok, doc = pcall(cjson.decode, runs[i + 1])
-                    if not ok or type(doc) ~= 'table' or type(doc.at) ~= 'number'
-                            or now - doc.at > tonumber(ARGV[3]) then
+                    local doc = read(KEYS[2], run, runs[i + 1], tonumber(ARGV[3]))
+                    if doc and not counts_ok(doc.n) then
+                        table.insert(dropped, {KEYS[2], run})
                         redis.call('HDEL', KEYS[2], run)
-                    else
+                    elseif doc then
                         add(flying, doc.n)
                     end
                 end
@@ -178,7 +231,7 @@ class FleetCaps:
             me.reserved = slots
             me.at = now
             redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(me))
-            return cjson.encode({slots = slots, others = others})
+            return cjson.encode({slots = slots, others = others, dropped = dropped})
             """
         )
 
