@@ -36,7 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pact_workers.agents.base import AgentOutput, AgentRequest
 from pact_workers.errors import InputError, PermanentAgentError, TransientAgentError
 from pact_workers.models.audit import AUDIT_FILE
-from pact_workers.models.documents import parse_value_problem, validation_problems, yaml_position
+from pact_workers.models.documents import (
+    not_a_directory,
+    parse_value_problem,
+    validation_problems,
+    yaml_position,
+)
 from pact_workers.models.teachback import TEACHBACK_FILE
 from pact_workers.models.work import Phase, Role, Usage
 from pact_workers.sandbox.base import safe_relpath
@@ -96,7 +101,9 @@ class ReplayAgent:
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
         if not self.directory.is_dir():
-            raise InputError(f"replay directory {self.directory} does not exist")
+            raise InputError(
+                f"replay directory {self.directory}: {not_a_directory(self.directory)}"
+            )
         self.script = load_replay_script(self.directory)
         self.calls: list[AgentRequest] = []
         self._lock = threading.Lock()

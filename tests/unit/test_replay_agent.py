@@ -8,7 +8,7 @@ import pytest
 
 from pact_workers.agents.base import AgentRequest
 from pact_workers.agents.replay import ReplayAgent
-from pact_workers.errors import PermanentAgentError
+from pact_workers.errors import InputError, PermanentAgentError
 from pact_workers.models.work import ROLE_FOR_PHASE, Phase
 
 HOST_SECRET = b"a file of the host, outside the replay directory\n"
@@ -111,3 +111,12 @@ def test_a_link_to_another_file_inside_the_replay_directory_is_served(replay: Pa
     (replay / "calc" / "src" / "helpers.py").symlink_to(Path("..", "..", "shared", "helpers.py"))
     files = produce(replay, Phase.IMPLEMENT)
     assert files["src/helpers.py"] == b"HELP = 1\n"
+
+
+def test_a_replay_directory_that_is_a_file_or_missing_says_which(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory\n")
+    with pytest.raises(InputError, match="afile: is not a directory"):
+        ReplayAgent(afile)
+    with pytest.raises(InputError, match="gone: no such directory"):
+        ReplayAgent(tmp_path / "gone")
