@@ -16,12 +16,17 @@ from it is found once the queue has drained that far).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 
 import redis
+from redis.exceptions import ResponseError
 
+from pact_workers.fleet.wire import is_wrong_type, key_type
 from scheduler.executors.base import LEASE_EXPIRED
 from scheduler.executors.packing import PACK_HEADER
+
+log = logging.getLogger(__name__)
 
 #: How long a message may be taken by a worker without its lease claimed, or be nowhere
 #: on the broker, before its attempt counts as lost. A live worker claims within
@@ -49,14 +54,47 @@ def _task_ids(message: object) -> list[str]:
     return ids
 
 
+def _decoded(raw: bytes | str) -> object:
+    """The JSON in ``raw``; None when it is none (or nested past the parser's depth)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _not_read(client: redis.Redis, key: str, expected: str, what: str) -> None:
+    """Say, once per process, that Celery's ``key`` is not of the ``expected`` type and
+    is not read (it is Celery's: left as it is)."""
+    kind = key_type(client, key)
+    if (key, kind) not in _SAID:
+        _SAID.add((key, kind))
+        log.warning(
+            "%s is a Redis %s, not a %s (%s); not read, so no lost message is found there: "
+            "delete it if no Celery worker uses it",
+            key,
+            kind,
+            expected,
+            what,
+        )
+
+
+_SAID: set[tuple[str, str]] = set()
+
+
 def taken_task_ids(client: redis.Redis) -> set[str]:
     """Task ids of the messages workers have taken and not acknowledged."""
+    try:
+        raws = client.hvals("unacked")
+    except ResponseError as exc:
+        if not is_wrong_type(exc):
+            raise
+        _not_read(client, "unacked", "hash", "the messages workers have taken")
+        return set()
     ids = set()
-    for raw in client.hvals("unacked"):
-        try:
-            ids.update(_task_ids(json.loads(raw)[0]))
-        except (ValueError, LookupError, TypeError):
-            continue
+    for raw in raws:
+        message = _decoded(raw)
+        if isinstance(message, list) and message:
+            ids.update(_task_ids(message[0]))
     return ids
 
 
@@ -73,19 +111,24 @@ def queued_task_ids(
     for name in names:
         pipe.llen(name)
         pipe.lrange(name, 0, limit - 1)
-    replies = pipe.execute() if names else []
+    replies = pipe.execute(raise_on_error=False) if names else []
     found: dict[str, set[str] | None] = {}
     for i, name in enumerate(names):
         length, raws = replies[2 * i], replies[2 * i + 1]
+        for reply in (length, raws):
+            if isinstance(reply, ResponseError) and not is_wrong_type(reply):
+                raise reply
+        if isinstance(length, ResponseError):
+            # Not read: as a long queue, one where the message may be (never lost).
+            _not_read(client, name, "list", "a role's task queue")
+            found[name] = None
+            continue
         if length > limit:
             found[name] = None
             continue
         ids = found[name] = set()
         for raw in raws:
-            try:
-                ids.update(_task_ids(json.loads(raw)))
-            except ValueError:
-                continue
+            ids.update(_task_ids(_decoded(raw)))
     return found
 
 

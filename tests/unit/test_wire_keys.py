@@ -6,6 +6,7 @@ no Lua here (the scripts' readers are tried in tests/integration/test_wire_keys.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 
@@ -175,3 +176,55 @@ def test_a_heartbeat_that_is_not_one_is_skipped_and_named_once(
     assert "heartbeat" in record.getMessage()
     assert "contract_author" not in roles_without_workers(found)
     assert fleet_slots(fake) == {"contract_author": 2}
+
+
+def _message(task_id: str) -> bytes:
+    return json.dumps({"body": "", "headers": {"id": task_id}, "properties": {}}).encode()
+
+
+GARBAGE_MESSAGES = [
+    b"not json",
+    b"\xff\xfe",
+    b"[" * 100_000,
+    b"5",
+    b'"text"',
+    b"{}",
+    b'{"headers": 5}',
+    b'{"headers": {"no": "id"}}',
+    b'{"headers": ["id"]}',
+]
+
+
+def test_garbage_on_a_role_queue_holds_no_task_ids_and_a_queue_of_the_wrong_type_is_not_read(
+    fake: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The scheduler's lost-message check read these (Celery's keys, never edited):
+    JSON nested past the parser's depth crashed it (RecursionError), a queue that is
+    no list failed it with WRONGTYPE, every check of every run."""
+    from scheduler.executors.messages import queued_task_ids
+
+    fake.rpush("pact.code_author", *GARBAGE_MESSAGES, _message("r1.c.implement.1"))
+    fake.set("pact.test_author", "not a queue")
+    with caplog.at_level(logging.WARNING):
+        found = queued_task_ids(fake, ["pact.code_author", "pact.test_author"])
+    assert found == {"pact.code_author": {"r1.c.implement.1"}, "pact.test_author": None}
+    assert "pact.test_author is a Redis string, not a list" in caplog.text
+    assert fake.get("pact.test_author") == b"not a queue"  # Celery's key: left alone
+
+
+def test_garbage_in_celerys_unacked_hash_holds_no_task_ids(
+    fake: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    from scheduler.executors.messages import taken_task_ids
+
+    for i, raw in enumerate(GARBAGE_MESSAGES):
+        fake.hset("unacked", f"tag{i}", raw)
+    fake.hset("unacked", "good", b"[" + _message("r1.c.implement.1") + b', "", "pact.code_author"]')
+    fake.hset("unacked", "deep", b"[" + b"[" * 100_000 + b"]")
+    assert taken_task_ids(fake) == {"r1.c.implement.1"}
+    fake.delete("unacked")
+    fake.rpush("unacked", "not a hash")
+    with caplog.at_level(logging.WARNING):
+        assert taken_task_ids(fake) == set()
+    assert "unacked is a Redis list, not a hash" in caplog.text
+    assert fake.type("unacked") == b"list"  # Celery's key: left alone
