@@ -13,11 +13,13 @@ import re
 from collections.abc import Mapping
 
 import redis
+from redis.exceptions import ResponseError
 
 from pact_workers.artifacts import MAX_BLOB_BYTES, digest_bytes
 from pact_workers.envvars import whole_number
 from pact_workers.errors import ArtifactError
 from pact_workers.fleet import keys
+from pact_workers.fleet.wire import discard, is_wrong_type, key_type
 
 __all__ = ["RedisBlobStore", "artifact_ttl_s"]
 
@@ -103,8 +105,24 @@ class RedisBlobStore:
             pipe.set(keys.artifact(digest), data, ex=self.ttl_s)
         for digest in renew:
             pipe.expire(_key(digest), self.ttl_s)
+            pipe.type(_key(digest))
         replies = pipe.execute()[len(blobs) :]
-        return [digest for digest, kept in zip(renew, replies, strict=True) if not kept]
+        gone = []
+        for digest, kept, kind in zip(renew, replies[::2], replies[1::2], strict=True):
+            # A key of another type is no blob (anyone can write Redis): written again.
+            if not kept or self._discarded(_key(digest), kind):
+                gone.append(digest)
+        return gone
+
+    def _discarded(self, key: str, kind: object = None) -> bool:
+        """Whether ``key`` (of Redis type ``kind``, asked when not given) was of another
+        type than a blob's, and so deleted, saying so."""
+        if kind is not None and (kind.decode() if isinstance(kind, bytes) else kind) in (
+            "string",
+            "none",
+        ):
+            return False
+        return discard(self.client, key, expected="string", what="an artifact blob's bytes")
 
     def check_size(self, data: bytes) -> None:
         if len(data) > self.max_blob_bytes:
@@ -123,7 +141,13 @@ class RedisBlobStore:
                 it), or its bytes no longer match the digest.
         """
         key = _key(digest)
-        return self._checked(digest, key, self.client.get(key))
+        try:
+            data = self.client.get(key)
+        except ResponseError as exc:
+            if not is_wrong_type(exc):
+                raise
+            data = None
+        return self._checked(digest, key, data)
 
     def get_blobs(self, digests: list[str]) -> list[bytes]:
         """Several blobs in one round trip (a bundle's files); see :meth:`get_blob`."""
@@ -133,8 +157,14 @@ class RedisBlobStore:
         values = self.client.mget(names)
         return [self._checked(d, k, v) for d, k, v in zip(digests, names, values, strict=True)]
 
-    @staticmethod
-    def _checked(digest: str, key: str, data: object) -> bytes:
+    def _checked(self, digest: str, key: str, data: object) -> bytes:
+        if data is None and self._discarded(key):
+            raise ArtifactError(
+                f"artifact {digest} was corrupt in the Redis artifact store ({key}): a key "
+                "of another type, not a string of its bytes; deleted. A run that needs it "
+                "sends it again from its project's artifacts, or runs the item that made "
+                "it again"
+            )
         if data is None:
             raise ArtifactError(
                 f"artifact {digest} is missing from the Redis artifact store ({key}): it "
@@ -158,5 +188,10 @@ class RedisBlobStore:
         return data
 
     def has_blob(self, digest: str) -> bool:
-        """Whether the blob named ``digest`` is in the store."""
-        return bool(self.client.exists(_key(digest)))
+        """Whether the blob named ``digest`` is in the store (a key of another type by
+        its name is not, and is deleted)."""
+        key = _key(digest)
+        kind = key_type(self.client, key)
+        if kind not in ("string", "none"):
+            self._discarded(key, kind)
+        return kind == "string"

@@ -228,3 +228,33 @@ def test_garbage_in_celerys_unacked_hash_holds_no_task_ids(
         assert taken_task_ids(fake) == set()
     assert "unacked is a Redis list, not a hash" in caplog.text
     assert fake.type("unacked") == b"list"  # Celery's key: left alone
+
+
+def test_an_artifact_key_of_the_wrong_type_is_corrupt_said_so_and_sent_again(
+    fake: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker reading it failed with WRONGTYPE (its attempt an error, every attempt),
+    a bundle's read called it expired, and the scheduler, finding the key there and
+    renewed, never sent the blob again."""
+    from pact_workers.artifacts import digest_bytes
+    from pact_workers.errors import ArtifactError
+    from pact_workers.fleet.blobs import RedisBlobStore
+
+    store = RedisBlobStore(fake, ttl_s=60)
+    data = b"print('hello')\n"
+    digest = digest_bytes(data)
+    fake.rpush(keys.artifact(digest), "not a blob")
+    with caplog.at_level(logging.ERROR), pytest.raises(ArtifactError, match="not a string"):
+        store.get_blob(digest)
+    assert f"{keys.artifact(digest)} is a Redis list" in caplog.text
+    assert not fake.exists(keys.artifact(digest))
+
+    fake.rpush(keys.artifact(digest), "not a blob")
+    with pytest.raises(ArtifactError, match="not a string"):
+        store.get_blobs([digest])
+    fake.rpush(keys.artifact(digest), "not a blob")
+    assert not store.has_blob(digest)
+    fake.hset(keys.artifact(digest), "x", "y")
+    assert store.put_and_renew([], [digest]) == [digest]  # to be written again
+    assert store.put_blobs([data]) == [digest]
+    assert store.get_blob(digest) == data
