@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.errors import InputError
 from pact_workers.fleet import keys
-from pact_workers.fleet.wire import ensure_group, is_wrong_type
+from pact_workers.fleet.wire import discard, ensure_group, is_wrong_type, read_or_discard
 from pact_workers.models.documents import validation_problems
 from pact_workers.models.tree import load_tree
 from scheduler.launch import new_run_id
@@ -183,9 +183,17 @@ def _tree_suffix(path: Path) -> TreeSuffix:
     return ".yml" if suffix == ".yml" else ".json"
 
 
+#: What the registry holds, for the error that names a key of another type by its name
+#: (such a key holds no entry: it is deleted, and each run's next update writes it).
+_REGISTRY = "run id -> the run's registry entry"
+
+
 def list_runs(client: redis.Redis) -> list[RunEntry]:
+    found = read_or_discard(
+        client, keys.RUNS, lambda: client.hgetall(keys.RUNS), expected="hash", what=_REGISTRY
+    )
     entries = []
-    for raw in client.hgetall(keys.RUNS).values():
+    for raw in (found or {}).values():
         try:
             entries.append(RunEntry.model_validate_json(raw))
         except ValidationError:
@@ -197,11 +205,25 @@ def update_run(client: redis.Redis, run_id: str, **fields: Any) -> None:
     """Merge ``fields`` into the registry entry of ``run_id`` (created if missing), and
     keep :data:`keys.ACTIVE_RUNS` in step with its ``state``; atomically."""
     script = client.register_script(_MERGE)  # no round trip: EVALSHA, loaded if need be
-    script(keys=[keys.RUNS, keys.ACTIVE_RUNS], args=[run_id, json.dumps(fields)])
+    args = [run_id, json.dumps(fields)]
+    try:
+        script(keys=[keys.RUNS, keys.ACTIVE_RUNS], args=args)
+    except redis.ResponseError as exc:
+        if not is_wrong_type(exc):
+            raise
+        discard(client, keys.RUNS, expected="hash", what=_REGISTRY)
+        discard(client, keys.ACTIVE_RUNS, expected="set", what="the ids of the active runs")
+        script(keys=[keys.RUNS, keys.ACTIVE_RUNS], args=args)
 
 
 def get_run(client: redis.Redis, run_id: str) -> RunEntry | None:
-    raw = client.hget(keys.RUNS, run_id)
+    raw = read_or_discard(
+        client,
+        keys.RUNS,
+        lambda: client.hget(keys.RUNS, run_id),
+        expected="hash",
+        what=_REGISTRY,
+    )
     if raw is None:
         return None
     try:

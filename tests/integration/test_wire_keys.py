@@ -90,3 +90,22 @@ def test_a_caps_hash_of_the_wrong_type_is_replaced_and_the_loop_goes_on(
     assert grant.slots == {"code_author": 3}
     assert f"{key} is a Redis string, not a hash" in caplog.text
     assert client.type(key) == b"hash"
+
+
+def test_a_runs_registry_or_active_set_of_the_wrong_type_is_replaced_when_a_run_is_updated(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The merge script failed with WRONGTYPE, so no run's entry could be written: a
+    scheduler's loop failed on it at every turn."""
+    from scheduler.registry import get_run, update_run
+
+    client = redis.Redis.from_url(redis_url)
+    client.set(keys.RUNS, "not a registry")
+    client.set(keys.ACTIVE_RUNS, "not a set")
+    with caplog.at_level(logging.ERROR):
+        update_run(client, "r1", name="t", state="active")
+    assert f"{keys.RUNS} is a Redis string" in caplog.text
+    assert f"{keys.ACTIVE_RUNS} is a Redis string" in caplog.text
+    entry = get_run(client, "r1")
+    assert entry is not None and entry.state == "active"
+    assert client.smembers(keys.ACTIVE_RUNS) == {b"r1"}

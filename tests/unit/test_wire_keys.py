@@ -258,3 +258,23 @@ def test_an_artifact_key_of_the_wrong_type_is_corrupt_said_so_and_sent_again(
     assert store.put_and_renew([], [digest]) == [digest]  # to be written again
     assert store.put_blobs([data]) == [digest]
     assert store.get_blob(digest) == data
+
+
+def test_a_runs_registry_of_the_wrong_type_is_replaced_and_holds_no_run(
+    fake: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``pact runs`` and every scheduler starting (which indexes the active runs)
+    failed with WRONGTYPE on it, and every update of a run's entry too."""
+    from scheduler.registry import get_run, index_active_runs, list_runs
+
+    fake.set(keys.RUNS, "not a registry")
+    with caplog.at_level(logging.ERROR):
+        assert list_runs(fake) == []
+    assert f"{keys.RUNS} is a Redis string, not a hash" in caplog.text
+    fake.rpush(keys.RUNS, "still not one")
+    assert get_run(fake, "r1") is None
+    fake.rpush(keys.RUNS, "still not one")
+    assert index_active_runs(fake) == 0
+    fake.hset(keys.RUNS, "r1", json.dumps({"run_id": "r1", "name": "t", "state": "active"}))
+    assert [e.run_id for e in list_runs(fake)] == ["r1"]
+    assert get_run(fake, "r1") is not None
