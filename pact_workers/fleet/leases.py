@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import retry_deadline
 from pact_workers.fleet.keeper import STAGE_DELAY_S, LeaseKeeper
+from pact_workers.fleet.wire import read_or_discard
 
 __all__ = ["Attempt", "LeaseHold", "Leases"]
 
@@ -41,6 +42,11 @@ VERIFY_STAGE = "verify"
 VERIFY_SUFFIX = b";verify"
 
 AttemptKey = tuple[str, str, str, int]
+
+#: The most digits of a current attempt number (``pact:attempt:``): a longer value, or
+#: one that is not all decimal digits, is no attempt number and counts as absent.
+MAX_DIGITS = 18
+_CURRENT = "the work item's current attempt number"
 
 
 class Attempt(Protocol):
@@ -118,15 +124,16 @@ class Leases:
         ``task``'s (the scheduler records an attempt before it sends it, so that can only
         be a write Redis lost): a worker never drops work because Redis lost a key.
         """
-        raw = self.client.get(keys.current_attempt(task.run_id, task.component_id, task.phase))
+        key = keys.current_attempt(task.run_id, task.component_id, task.phase)
+        raw = read_or_discard(
+            self.client, key, lambda: self.client.get(key), expected="string", what=_CURRENT
+        )
         if raw is None:
             return True
-        try:
-            current = int(raw)
-        except ValueError:
-            log.warning("unreadable current attempt %r for %s; running it", raw, _lease_key(task))
+        if not (isinstance(raw, bytes) and raw.isdigit() and len(raw) <= MAX_DIGITS):
+            log.warning("unreadable current attempt %r for %s; running it", raw[:40], key)
             return True
-        return task.attempt >= current
+        return task.attempt >= int(raw)
 
     def hold(self, task: Attempt, worker_id: str) -> LeaseHold:
         """A context manager that holds the running lease of ``task`` while its block runs.
@@ -162,7 +169,7 @@ class Leases:
         return bool(
             self._start_script(
                 keys=[current_key, _lease_key(task)],
-                args=[task.attempt, value, _ms(self.ttl_s)],
+                args=[task.attempt, value, _ms(self.ttl_s), MAX_DIGITS],
                 client=client,
             )
         )
@@ -191,7 +198,8 @@ class Leases:
         hold = LeaseHold(self, task, worker_id)
         current_key = keys.current_attempt(task.run_id, task.component_id, task.phase)
         taken = self._start_script(
-            keys=[current_key, hold.key], args=[task.attempt, hold.value, _ms(self.ttl_s)]
+            keys=[current_key, hold.key],
+            args=[task.attempt, hold.value, _ms(self.ttl_s), MAX_DIGITS],
         )
         if not taken:
             return None
@@ -219,8 +227,11 @@ class Leases:
         # A missing or older current attempt counts as current (see is_current).
         return self.client.register_script(
             """
-            local current = redis.call('GET', KEYS[1])
-            if current and tonumber(current) and tonumber(current) > tonumber(ARGV[1]) then
+            -- Only decimal digits are an attempt number (as for is_current); anything
+            -- else, a key of another type too, counts as absent.
+            local current = redis.pcall('GET', KEYS[1])
+            if type(current) == 'string' and #current <= tonumber(ARGV[4])
+                    and current:find('^%d+$') and tonumber(current) > tonumber(ARGV[1]) then
                 return 0
             end
             redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])

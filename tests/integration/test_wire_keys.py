@@ -12,6 +12,8 @@ import pytest
 import redis
 
 from pact_workers.fleet import keys
+from pact_workers.fleet.leases import Leases
+from pact_workers.models.work import Phase, TaskMessage
 from scheduler.capacity import FleetCaps
 
 CAPS = {"code_author": 4}
@@ -109,3 +111,53 @@ def test_a_runs_registry_or_active_set_of_the_wrong_type_is_replaced_when_a_run_
     entry = get_run(client, "r1")
     assert entry is not None and entry.state == "active"
     assert client.smembers(keys.ACTIVE_RUNS) == {b"r1"}
+
+
+def _task(attempt: int = 1) -> TaskMessage:
+    return TaskMessage(
+        run_id="r1", component_id="c", phase=Phase.CONTRACT, attempt=attempt, reply_to="x"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"1e9", b"inf", b"0x10", b" 5", b"+9", b"5_0", b"\xff\xfe", b"9" * 40, b"-3", b""],
+)
+def test_a_current_attempt_that_is_no_attempt_number_counts_as_absent_for_every_reader(
+    redis_url: str, value: bytes
+) -> None:
+    """Workers read ``pact:attempt:`` in Python (before a renewal) and in a script (to
+    start): the script took '1e9', '0x10' or ' 5' for numbers and skipped the attempt as
+    superseded, where Python found them unreadable and ran it. Only decimal digits are
+    an attempt number; anything else counts as absent (the attempt runs), for both."""
+    client = redis.Redis.from_url(redis_url)
+    leases = Leases(client, ttl_s=10)
+    task = _task()
+    client.set(keys.current_attempt("r1", "c", "contract"), value)
+    assert leases.is_current(task)
+    assert leases.start(task, "w1") is not None
+
+
+def test_a_current_attempt_key_of_the_wrong_type_counts_as_absent_and_the_lease_is_renewed(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It failed the start with WRONGTYPE (the worker said Redis was unreachable and
+    ran nothing), and failed every renewal of a running attempt's lease (the check that
+    it is still current comes first), so the lease expired under a live worker and its
+    attempt was dispatched again."""
+    client = redis.Redis.from_url(redis_url)
+    leases = Leases(client, ttl_s=10)
+    task = _task()
+    current = keys.current_attempt("r1", "c", "contract")
+    client.rpush(current, "not an attempt number")
+    hold = leases.start(task, "w1")
+    assert hold is not None
+    client.pexpire(hold.key, 500)
+    with caplog.at_level(logging.WARNING):
+        assert hold.renew()
+    assert client.pttl(hold.key) > 5000
+    assert hold.failures == 0 and not hold.cancelled.is_set()
+    assert f"{current} is a Redis list" in caplog.text
+    # A newer attempt, recorded as the scheduler records it, still supersedes.
+    leases.dispatch(_task(2))
+    assert not leases.is_current(task)
