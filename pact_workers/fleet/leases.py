@@ -25,18 +25,13 @@ from redis.exceptions import RedisError
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import retry_deadline
 from pact_workers.fleet.keeper import STAGE_DELAY_S, LeaseKeeper
+from pact_workers.fleet.lease_values import QUEUED, RUNNING, SENT, lease_state
 from pact_workers.fleet.wire import read_or_discard
 
-__all__ = ["Attempt", "LeaseHold", "Leases"]
+__all__ = ["QUEUED", "RUNNING", "SENT", "Attempt", "LeaseHold", "Leases"]
 
 log = logging.getLogger(__name__)
 
-#: The lease value of an attempt recorded as dispatched, its message maybe not sent yet.
-QUEUED = b"queued"
-#: The lease value of an attempt whose task message is on its queue (no worker yet).
-SENT = b"sent"
-#: Prefix of the lease value of a running attempt (``running:<worker id>``).
-RUNNING = b"running:"
 #: The stage a worker reports when the harness starts verifying, and how its lease says it.
 VERIFY_STAGE = "verify"
 VERIFY_SUFFIX = b";verify"
@@ -154,7 +149,11 @@ class Leases:
         pipe = self.client.pipeline(transaction=False)
         for item in items:
             pipe.get(keys.lease(*item))
-        return dict(zip(items, pipe.execute(), strict=True))
+        replies = pipe.execute(raise_on_error=False)
+        return {
+            item: lease_state(self.client, keys.lease(*item), reply)
+            for item, reply in zip(items, replies, strict=True)
+        }
 
     def claim(self, task: Attempt, worker_id: str, *, client: Any = None) -> bool:
         """Mark ``task`` running on ``worker_id`` for one TTL, if it is still current.
@@ -263,6 +262,9 @@ class Leases:
             if kind ~= 'stream' and kind ~= 'none' then
                 return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' is a ' .. kind)
             end
+            -- A key of another type by the marker's name is no marker (no result).
+            local marker = redis.call('TYPE', KEYS[1]).ok
+            if marker ~= 'string' and marker ~= 'none' then redis.call('DEL', KEYS[1]) end
             if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
                 return 0
             end

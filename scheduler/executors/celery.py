@@ -278,8 +278,10 @@ class CeleryFleet:
         states = self.leases.states([(r, c, p.value, a) for r, c, p, a in mine])
         pipe = self.client.pipeline(transaction=False)
         for r, c, p, a in mine:
-            pipe.exists(keys.done(r, c, p.value, a))
-        done = pipe.execute()
+            pipe.type(keys.done(r, c, p.value, a))
+        # A key of another type by a done marker's name is no marker (anyone can write
+        # Redis); a worker's publish deletes it.
+        done = [kind in (b"string", "string") for kind in pipe.execute()]
         state_of = {k: states.get((k[0], k[1], k[2].value, k[3])) for k in mine}
         waiting = [k for k in mine if state_of[k] in (QUEUED, SENT)]
         taken = taken_task_ids(self.client) if waiting else set()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 import pytest
 import redis
@@ -161,3 +162,61 @@ def test_a_current_attempt_key_of_the_wrong_type_counts_as_absent_and_the_lease_
     # A newer attempt, recorded as the scheduler records it, still supersedes.
     leases.dispatch(_task(2))
     assert not leases.is_current(task)
+
+
+def test_lease_and_done_keys_that_are_none_are_no_lease_and_no_result(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lease that is no string failed every lease check of the run's owner with
+    WRONGTYPE (every loop, every run it drove); a lease value that is neither queued,
+    sent nor running kept its attempt neither alive nor lost until the role's timeout,
+    and so did a done marker that is no string (a worker's publish took it for a
+    result already published). Each is now no lease (no result): the attempt is lost
+    and dispatched again."""
+    from scheduler.executors.base import LEASE_EXPIRED
+    from scheduler.executors.celery import CeleryFleet
+
+    fleet = CeleryFleet(redis_url, lease_ttl_s=0.4, claim_grace_s=0.5)
+    client = fleet.client
+    try:
+        tasks = [
+            TaskMessage(run_id="r1", component_id=c, phase=Phase.CONTRACT, attempt=1, agent="noop")
+            for c in ("garbled", "listed", "marked")
+        ]
+        for task in tasks:
+            fleet.submit(task)
+        fleet.flush()
+        garbled, listed, marked = (keys.lease("r1", t.component_id, "contract", 1) for t in tasks)
+        client.set(garbled, "garbage")
+        client.delete(listed)
+        client.rpush(listed, "not a lease")
+        client.delete(marked)
+        client.rpush(keys.done("r1", "marked", "contract", 1), "not a marker")
+        found = []
+        with caplog.at_level(logging.WARNING):
+            for _ in range(20):
+                assert fleet.alive("r1") == []
+                found += fleet.lost("r1")
+                time.sleep(0.05)
+        assert sorted((lost.lease[0], lost.why) for lost in found) == [
+            ("garbled", LEASE_EXPIRED),
+            ("listed", LEASE_EXPIRED),
+            ("marked", LEASE_EXPIRED),
+        ]
+        assert garbled in caplog.text and listed in caplog.text
+    finally:
+        fleet.close()
+
+
+def test_a_done_marker_that_is_no_string_does_not_stop_a_result_being_published(
+    redis_url: str,
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    leases = Leases(client, ttl_s=10)
+    task = _task()
+    done = keys.done("r1", "c", "contract", 1)
+    client.rpush(done, "not a marker")
+    assert leases.finish(task, keys.run_results("r1"), b"{}")
+    assert client.get(done) == b"1"
+    assert client.xlen(keys.run_results("r1")) == 1
+    assert not leases.finish(task, keys.run_results("r1"), b"{}")  # once only
