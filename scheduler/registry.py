@@ -67,7 +67,8 @@ class RunEntry(BaseModel):
     run_id: str
     name: str
     state: RunState
-    priority: int = 0
+    #: Turns per round less one (see :mod:`scheduler.fairness`): 0..9, as submitted.
+    priority: int = Field(default=0, ge=0, le=keys.MAX_PRIORITY)
     submitted_at: str = ""
     project_dir: str = ""
     items_done: int = 0

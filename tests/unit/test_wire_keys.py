@@ -278,3 +278,21 @@ def test_a_runs_registry_of_the_wrong_type_is_replaced_and_holds_no_run(
     fake.hset(keys.RUNS, "r1", json.dumps({"run_id": "r1", "name": "t", "state": "active"}))
     assert [e.run_id for e in list_runs(fake)] == ["r1"]
     assert get_run(fake, "r1") is not None
+
+
+@pytest.mark.parametrize("priority", [-5, 10**9, 10])
+def test_a_registry_entry_with_a_priority_out_of_range_is_no_entry(
+    fake: fakeredis.FakeRedis, priority: int
+) -> None:
+    """A scheduler gives each run 1 + its entry's priority turns per round: -5 gave
+    -4, which never counts down to 0, so the run took every slot left in its round;
+    10**9 put it first with as good as no end, starving the service's other runs.
+    Submissions are checked for 0..9; so is the registry entry a scheduler reads."""
+    from scheduler.registry import get_run
+
+    doc = {"run_id": "r1", "name": "t", "state": "active", "priority": priority}
+    fake.hset(keys.RUNS, "r1", json.dumps(doc))
+    assert get_run(fake, "r1") is None
+    fake.hset(keys.RUNS, "r1", json.dumps({**doc, "priority": keys.MAX_PRIORITY}))
+    entry = get_run(fake, "r1")
+    assert entry is not None and entry.priority == keys.MAX_PRIORITY
