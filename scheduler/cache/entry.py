@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pact_workers.models.testing import TestResults
-from pact_workers.models.work import Phase, Usage
+from pact_workers.models.work import MAX_ATTEMPT_S, Phase, Usage
 
 __all__ = ["DIGEST", "CacheEntry", "check_digest"]
 
@@ -57,7 +57,7 @@ class CacheEntry(BaseModel):
     #: What producing the result cost: the money and tokens a hit saves.
     usage: Usage = Field(default_factory=Usage)
     #: How long the attempt that produced it took.
-    duration_s: float = Field(default=0.0, ge=0)
+    duration_s: float = Field(default=0.0, ge=0, le=MAX_ATTEMPT_S, allow_inf_nan=False)
     #: The run that recorded it, and the agent that wrote it (for people).
     run_id: str = ""
     agent: str = ""

@@ -296,3 +296,18 @@ def test_a_registry_entry_with_a_priority_out_of_range_is_no_entry(
     fake.hset(keys.RUNS, "r1", json.dumps({**doc, "priority": keys.MAX_PRIORITY}))
     entry = get_run(fake, "r1")
     assert entry is not None and entry.priority == keys.MAX_PRIORITY
+
+
+@pytest.mark.parametrize("duration", ["1e400", "1.7e308", "-1"])
+def test_an_action_cache_entry_with_a_duration_no_attempt_takes_is_a_miss(
+    caplog: pytest.LogCaptureFixture, duration: str
+) -> None:
+    """A hit logs the entry's duration as the time it saved: an infinite one was logged
+    as null, which made the run's log unreadable (as a result's own duration was)."""
+    from scheduler.cache.entry import CacheEntry
+
+    doc = {"key": ACTION, "output": "sha256:" + "b" * 64, "component_id": "c", "phase": "contract"}
+    raw = (json.dumps(doc)[:-1] + f', "duration_s": {duration}}}').encode()
+    with caplog.at_level(logging.WARNING):
+        assert CacheEntry.from_bytes(raw, ACTION) is None
+    assert f"action cache entry {ACTION} is unreadable" in caplog.text
