@@ -14,8 +14,11 @@ from pact_workers.agents.factory import AGENTS
 from pact_workers.errors import InputError
 
 
-def given_path(text: str) -> Path:
-    """A path argument or option as typed (:func:`pact_workers.files.given_path`)."""
+def given_path(text: str | Path) -> Path:
+    """A path argument or option as typed (:func:`pact_workers.files.given_path`); a
+    command's own default (a :class:`Path`, such as ``pact doctor``'s ``.``) as it is."""
+    if isinstance(text, Path):
+        return text
     try:
         return files.given_path(text)
     except InputError as exc:

@@ -134,6 +134,10 @@ def test_doctor_shows_environment(tmp_path: Path) -> None:
     res = pact("doctor", str(tmp_path))
     assert res.returncode == 1
     assert "MISSING required tool 'no-such-tool-x'" in " ".join(res.stdout.split())
+    # With no directory given, the working directory's pact.yaml is checked.
+    res = pact("doctor", cwd=tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "MISSING required tool 'no-such-tool-x'" in " ".join(res.stdout.split())
 
 
 def test_doctor_checks_docker_and_redis_and_says_how_to_fix(tmp_path: Path) -> None:
