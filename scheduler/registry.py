@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import redis
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pact_workers.errors import InputError
 from pact_workers.fleet import keys
 from pact_workers.fleet.wire import discard, ensure_group, is_wrong_type, read_or_discard
 from pact_workers.models.documents import validation_problems
 from pact_workers.models.tree import load_tree
+from pact_workers.models.work import cut_text
 from scheduler.launch import new_run_id
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,8 @@ RunState = Literal["queued", "active", "paused", "completed", "failed", "rejecte
 TreeSuffix = Literal[".json", ".yaml", ".yml"]
 #: The longest tree name a submission may carry (it is a file name, shown by ``pact runs``).
 MAX_NAME_CHARS = 255
+#: The longest project directory a registry entry may name (Linux's PATH_MAX).
+MAX_PATH_CHARS = 4096
 
 
 class Submission(BaseModel):
@@ -60,27 +63,34 @@ class Submission(BaseModel):
 
 
 class RunEntry(BaseModel):
-    """What ``pact runs`` shows for one run."""
+    """What ``pact runs`` shows for one run. Read from Redis, so checked as a submission
+    is: names and paths bounded (an entry with a longer one is no entry), the reason
+    cut as a result's texts are."""
 
     model_config = ConfigDict(extra="ignore")
 
-    run_id: str
-    name: str
+    run_id: str = Field(max_length=MAX_NAME_CHARS)
+    name: str = Field(max_length=MAX_NAME_CHARS)
     state: RunState
     #: Turns per round less one (see :mod:`scheduler.fairness`): 0..9, as submitted.
     priority: int = Field(default=0, ge=0, le=keys.MAX_PRIORITY)
-    submitted_at: str = ""
-    project_dir: str = ""
+    submitted_at: str = Field(default="", max_length=MAX_NAME_CHARS)
+    project_dir: str = Field(default="", max_length=MAX_PATH_CHARS)
     items_done: int = 0
     items_total: int = 0
     cost_usd: float = 0.0
     reason: str = ""
     #: The scheduler that owns the run (while active: the holder of its lease, empty
     #: when the lease expired and no other scheduler took the run yet), else the last.
-    owner: str = ""
+    owner: str = Field(default="", max_length=MAX_NAME_CHARS)
     #: When (epoch seconds) the owner opened the run, and the fencing token it holds.
     owner_since: float = 0.0
     lease_token: int = 0
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _cut(cls, text: object) -> object:
+        return cut_text(text)
 
 
 def now_iso() -> str:
@@ -194,11 +204,17 @@ def list_runs(client: redis.Redis) -> list[RunEntry]:
         client, keys.RUNS, lambda: client.hgetall(keys.RUNS), expected="hash", what=_REGISTRY
     )
     entries = []
-    for raw in (found or {}).values():
+    for run_id, raw in (found or {}).items():
         try:
             entries.append(RunEntry.model_validate_json(raw))
-        except ValidationError:
-            continue
+        except ValidationError as exc:
+            name = run_id.decode(errors="replace") if isinstance(run_id, bytes) else run_id
+            log.warning(
+                "%s entry %r is no run entry (%s); not shown",
+                keys.RUNS,
+                name[:MAX_NAME_CHARS],
+                validation_problems(exc, "entry"),
+            )
     return sorted(entries, key=lambda e: (e.submitted_at, e.run_id))
 
 

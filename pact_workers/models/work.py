@@ -213,6 +213,14 @@ MAX_ATTEMPT_TOKENS = 10**12
 MAX_TEXT_CHARS = 65_536
 
 
+def cut_text(text: object) -> object:
+    """A text read from the wire cut at :data:`MAX_TEXT_CHARS`, saying how much was cut
+    (anything else as it is, for the field's own check)."""
+    if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
+        return f"{text[:MAX_TEXT_CHARS]} [{len(text) - MAX_TEXT_CHARS} characters cut]"
+    return text
+
+
 class ResultMessage(BaseModel):
     """The outcome of one attempt, as the worker's harness measured it."""
 
@@ -251,9 +259,7 @@ class ResultMessage(BaseModel):
     @field_validator("error", "model", "worker", mode="before")
     @classmethod
     def _cut(cls, text: object) -> object:
-        if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
-            return f"{text[:MAX_TEXT_CHARS]} [{len(text) - MAX_TEXT_CHARS} characters cut]"
-        return text
+        return cut_text(text)
 
     @property
     def item(self) -> WorkItem:

@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 #: An action key or a bundle digest: ``sha256:`` and 64 lower-case hex digits.
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+#: The longest run id or agent name an entry may give.
+MAX_LABEL_CHARS = 255
 
 
 def check_digest(value: str, what: str = "digest") -> str:
@@ -58,9 +60,10 @@ class CacheEntry(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     #: How long the attempt that produced it took.
     duration_s: float = Field(default=0.0, ge=0, le=MAX_ATTEMPT_S, allow_inf_nan=False)
-    #: The run that recorded it, and the agent that wrote it (for people).
-    run_id: str = ""
-    agent: str = ""
+    #: The run that recorded it, and the agent that wrote it (for people; a hit logs
+    #: the run's id, so an entry naming a longer one is no entry).
+    run_id: str = Field(default="", max_length=MAX_LABEL_CHARS)
+    agent: str = Field(default="", max_length=MAX_LABEL_CHARS)
     recorded_at: str = Field(default_factory=_now)
 
     @field_validator("key", "output")

@@ -311,3 +311,44 @@ def test_an_action_cache_entry_with_a_duration_no_attempt_takes_is_a_miss(
     with caplog.at_level(logging.WARNING):
         assert CacheEntry.from_bytes(raw, ACTION) is None
     assert f"action cache entry {ACTION} is unreadable" in caplog.text
+
+
+def test_a_registry_entry_with_an_overlong_name_is_no_entry_and_named_and_a_long_reason_is_cut(
+    fake: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``pact runs --json`` printed whatever an entry held, whole; and an entry that was
+    no entry was left out without a word."""
+    from pact_workers.models.work import MAX_TEXT_CHARS
+    from scheduler.registry import list_runs
+
+    good = {"run_id": "r1", "name": "t", "state": "failed", "reason": "x" * 10**6}
+    fake.hset(keys.RUNS, "r1", json.dumps(good))
+    fake.hset(keys.RUNS, "r2", json.dumps({**good, "run_id": "r2", "name": "n" * 10**6}))
+    fake.hset(keys.RUNS, "r3", json.dumps({**good, "run_id": "r3", "project_dir": "/" * 5000}))
+    with caplog.at_level(logging.WARNING):
+        entries = list_runs(fake)
+    assert [e.run_id for e in entries] == ["r1"]
+    assert len(entries[0].reason) < MAX_TEXT_CHARS + 40
+    assert entries[0].reason.endswith(f"[{10**6 - MAX_TEXT_CHARS} characters cut]")
+    assert f"{keys.RUNS} entry 'r2' is no run entry (name:" in caplog.text
+    assert f"{keys.RUNS} entry 'r3' is no run entry (project_dir:" in caplog.text
+    assert len(caplog.text) < 10_000  # named, not echoed
+
+
+@pytest.mark.parametrize("field", ["run_id", "agent"])
+def test_an_action_cache_entry_naming_an_overlong_run_or_agent_is_a_miss(
+    caplog: pytest.LogCaptureFixture, field: str
+) -> None:
+    """A hit logs the run that recorded the entry: a megabyte of run id went into one
+    line of the audit log."""
+    from scheduler.cache.entry import CacheEntry
+
+    doc = {"key": ACTION, "output": "sha256:" + "b" * 64, "component_id": "c", "phase": "contract"}
+
+    def entry(text: str) -> CacheEntry | None:
+        return CacheEntry.from_bytes(json.dumps({**doc, field: text}).encode(), ACTION)
+
+    assert entry("r" * 255) is not None
+    with caplog.at_level(logging.WARNING):
+        assert entry("r" * 10**6) is None
+    assert f"action cache entry {ACTION} is unreadable" in caplog.text
