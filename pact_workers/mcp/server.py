@@ -15,7 +15,9 @@ Arguments are checked at the edge, as the CLI checks its options:
 
 ``pact_resume`` drives the whole run before it answers. A client that sends a progress
 token with the call is told, as it goes, how many items are finished out of all (at
-most four times a second, and at the end); one that sends none is told nothing.
+most four times a second, and at the end); one that sends none is told nothing. A
+client that cancels the call stops the run as Ctrl-C stops ``pact resume``: after the
+current step, interrupted, for a later resume.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any, Protocol, TypeVar
 
@@ -69,7 +72,12 @@ class PactBackend(Protocol):
     def runs(self) -> list[dict[str, Any]]: ...
     def validate(self) -> dict[str, Any]: ...
     def resume(
-        self, *, confirm: bool, from_phase: str | None = None, progress: Progress | None = None
+        self,
+        *,
+        confirm: bool,
+        from_phase: str | None = None,
+        progress: Progress | None = None,
+        stop: threading.Event | None = None,
     ) -> dict[str, Any]: ...
     def submit(
         self, *, trees: list[str], confirm: bool, agent: str, replay_dir: str | None, priority: int
@@ -196,13 +204,21 @@ def build_server(backend: PactBackend, *, version: str = "") -> MCPServer:
     ) -> str:
         """Resume the failed, paused or interrupted run. Changes the run: refused
         unless confirm is true. Reports progress (items finished out of all) to a
-        client that asks for it."""
+        client that asks for it; cancelling the call stops the run, for a later resume."""
         progress = _ProgressNotices(ctx)
-        return await anyio.to_thread.run_sync(
-            lambda: call(
-                lambda: backend.resume(confirm=confirm, from_phase=from_phase, progress=progress)
+        stop = threading.Event()
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: call(
+                    lambda: backend.resume(
+                        confirm=confirm, from_phase=from_phase, progress=progress, stop=stop
+                    )
+                ),
+                abandon_on_cancel=True,
             )
-        )
+        except anyio.get_cancelled_exc_class():
+            stop.set()  # the client cancelled the call: the run stops after this step
+            raise
 
     @server.pact_tool("pact_submit")
     def pact_submit(

@@ -155,10 +155,16 @@ class ProjectTools:
         }
 
     def resume(
-        self, *, confirm: bool, from_phase: str | None = None, progress: Report | None = None
+        self,
+        *,
+        confirm: bool,
+        from_phase: str | None = None,
+        progress: Report | None = None,
+        stop: threading.Event | None = None,
     ) -> dict[str, Any]:
         """Resume the project's failed, paused or interrupted run (state-changing);
-        ``progress`` is told how far it has come as it goes (:class:`ProgressTally`)."""
+        ``progress`` is told how far it has come as it goes (:class:`ProgressTally`),
+        and ``stop``, once set, stops it after the current step (interrupted)."""
         project = self._project()
         if confirm is not True:
             raise NotConfirmed(
@@ -175,6 +181,7 @@ class ProjectTools:
                 project_dir=project,
                 from_phase=from_phase,
                 listener=None if progress is None else ProgressTally(progress),
+                stop=stop,
             )
         finally:
             self._resuming.release()

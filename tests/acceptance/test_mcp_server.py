@@ -56,6 +56,10 @@ def text_of(result: Any) -> str:
     return "".join(getattr(part, "text", "") for part in result.contents)
 
 
+def text_of_call(result: Any) -> str:
+    return "".join(getattr(part, "text", "") for part in result.content)
+
+
 def test_a_client_lists_reads_validates_and_is_refused_an_unconfirmed_resume(
     demo: Path,
 ) -> None:
@@ -300,9 +304,24 @@ def test_a_confirmed_resume_resumes_the_failed_run(example: Path, tmp_path: Path
 
     async def talk(client: Client) -> tuple[Any, Any, dict[str, Any]]:
         refused = await client.call_tool("pact_resume", {"confirm": "yes"})
-        resumed = await client.call_tool(
-            "pact_resume", {"confirm": True}, progress_callback=noticed
-        )
+        # A call the client cancels at its first notice stops the run after that step,
+        # as Ctrl-C stops pact resume: the run is left interrupted, for a later resume.
+        with anyio.CancelScope() as cancelled:
+
+            async def cancel(progress: float, total: float | None, message: str | None) -> None:
+                cancelled.cancel()
+
+            await client.call_tool("pact_resume", {"confirm": True}, progress_callback=cancel)
+        assert cancelled.cancelled_caught
+        with anyio.fail_after(60):
+            while True:  # until the server's thread has stopped the run
+                resumed = await client.call_tool(
+                    "pact_resume", {"confirm": True}, progress_callback=noticed
+                )
+                if not (resumed.is_error and "already resuming" in text_of_call(resumed)):
+                    break
+                notices.clear()
+                await anyio.sleep(0.1)
         status = json.loads(text_of(await client.read_resource("pact://status")))
         return refused, resumed, status
 
@@ -320,5 +339,11 @@ def test_a_confirmed_resume_resumes_the_failed_run(example: Path, tmp_path: Path
     assert status["items"] == {"done": items} and items == 30
     assert {total for _, total, _ in notices} == {items}, notices
     assert notices[-1] == (items, items, "run completed")
+    # Two resumes: the cancelled one, stopped before the end, and the one that ended it.
+    log = (project / ".pact" / "audit.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in log]
+    kinds = [event["type"] for event in events]
+    assert kinds.count("run_resumed") == 2, kinds
+    assert kinds.count("run_completed") == 1 and kinds[-1] == "run_completed"
     retro = json.loads(pact("retrospective", str(project), "--json").stdout)
     assert retro["status"] == "completed"
