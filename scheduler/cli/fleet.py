@@ -75,6 +75,8 @@ def worker(
     if supervise:
         child = [sys.executable, "-m", "scheduler.cli", *sys.argv[1:], "--no-supervise"]
         raise typer.Exit(commands.supervise(child, log=lambda m: say(m, to_err=True)))
+    with user_errors():
+        commands.check_worker_queues(broker, roles)
     from pact_workers.app import app as celery_app
 
     # Celery's own exit status, so that a supervisor can tell a crash from a stop.

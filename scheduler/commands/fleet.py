@@ -13,7 +13,12 @@ from pact_workers.agents.replay import load_replay_script
 from pact_workers.errors import InputError
 from pact_workers.files import probe_directory
 from pact_workers.fleet.blobs import artifact_ttl_s
-from pact_workers.fleet.connection import check_redis_url, redis_from_url, wait_for_redis
+from pact_workers.fleet.connection import (
+    check_redis_url,
+    redact,
+    redis_from_url,
+    wait_for_redis,
+)
 from pact_workers.models.documents import not_a_directory
 from scheduler.cache.factory import check_cache_env
 from scheduler.commands.agents import SANDBOXES
@@ -38,6 +43,34 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "FATAL")
 #: The most pool processes (or threads) one worker runs: each holds open files and a
 #: sandbox, and far more than this exhausts the process's file descriptors.
 MAX_CONCURRENCY = 1024
+
+
+def check_worker_queues(broker_url: str, roles: str) -> None:
+    """Refuse to start a worker over a key by one of its queues' names that is no list
+    (:mod:`pact_workers.fleet.queues`). A Redis that does not answer is Celery's to
+    wait for, as it does.
+
+    Raises:
+        InputError: naming each such key, its type, and how to clear it.
+    """
+    from pact_workers.app import QUEUES
+    from pact_workers.fleet.queues import queues_not_lists
+
+    queues = [QUEUES[r.strip()] for r in roles.split(",") if r.strip() in QUEUES]
+    client = redis_from_url(broker_url, retry_s=0.0)
+    try:
+        found = queues_not_lists(client, queues)
+    except redis.RedisError:
+        return
+    finally:
+        client.close()
+    if found:
+        named = ", ".join(f"{name!r} (a Redis {kind})" for name, kind in found)
+        raise InputError(
+            f"{redact(broker_url)}: {named}: no Celery queue, which must be a list; "
+            "Celery fails on it at every poll. Delete it (redis-cli DEL with that name) "
+            "if no other program uses it; this worker starts once it is gone"
+        )
 
 
 def worker_argv(

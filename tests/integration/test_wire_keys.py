@@ -220,3 +220,26 @@ def test_a_done_marker_that_is_no_string_does_not_stop_a_result_being_published(
     assert client.get(done) == b"1"
     assert client.xlen(keys.run_results("r1")) == 1
     assert not leases.finish(task, keys.run_results("r1"), b"{}")  # once only
+
+
+def test_a_worker_does_not_start_over_a_queue_key_that_is_no_list(redis_url: str) -> None:
+    """kombu failed on such a key at every poll: the worker died with Celery's
+    traceback, and its supervisor started it again, for ever."""
+    import subprocess
+    import sys
+
+    client = redis.Redis.from_url(redis_url)
+    client.set("pact.code_author", "not a queue")
+    client.hset("pact.integrator\x06\x163", "a", "b")  # a priority step's list
+    argv = [sys.executable, "-m", "scheduler.cli", "worker", "--broker", redis_url]
+    argv += ["--roles", "code_author,integrator", "--no-supervise"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    message = " ".join(done.stderr.split())
+    assert "'pact.code_author' (a Redis string)" in message, message
+    assert "'pact.integrator\\x06\\x163' (a Redis hash)" in message, message
+    assert "no Celery queue" in message and "Delete it" in message
+    assert "Traceback" not in done.stderr
+    # The keys are Celery's: left as they were.
+    assert client.get("pact.code_author") == b"not a queue"
+    client.close()
