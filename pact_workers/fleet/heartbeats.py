@@ -17,6 +17,7 @@ import redis
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.fleet import keys
+from pact_workers.fleet.wire import discard
 
 __all__ = ["heartbeat_worker", "live_workers"]
 
@@ -64,9 +65,12 @@ def live_workers(client: redis.Redis) -> dict[str, dict[str, Any]]:
     workers: dict[str, dict[str, Any]] = {}
     prefix = len(keys.worker(""))
     for key, raw in zip(found, client.mget(found), strict=True):
-        if raw is None:
-            continue  # expired between SCAN and MGET
         name = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
+        if raw is None:
+            # Expired between SCAN and MGET, or a key of another type (MGET gives it as
+            # nil): no heartbeat, and the latter would never expire.
+            discard(client, name, expected="string", what="a worker's heartbeat")
+            continue
         try:
             beat = Heartbeat.model_validate_json(raw)
         except ValidationError as exc:

@@ -178,6 +178,21 @@ def test_a_heartbeat_that_is_not_one_is_skipped_and_named_once(
     assert fleet_slots(fake) == {"contract_author": 2}
 
 
+def test_a_heartbeat_key_of_another_type_is_named_and_deleted(
+    fake: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """MGET gives such a key as nil, which read as a heartbeat that had just expired:
+    it was skipped without a word, and stayed (it has no TTL) for ever."""
+    from pact_workers.fleet.heartbeats import heartbeat_worker, live_workers
+
+    heartbeat_worker(fake, "good", {"roles": ["contract_author"]}, ttl_s=60)
+    fake.rpush(keys.worker("bad"), "not a heartbeat")
+    with caplog.at_level(logging.WARNING):
+        assert list(live_workers(fake)) == ["good"]
+    assert f"{keys.worker('bad')} is a Redis list, not a string" in caplog.text
+    assert not fake.exists(keys.worker("bad"))
+
+
 def _message(task_id: str) -> bytes:
     return json.dumps({"body": "", "headers": {"id": task_id}, "properties": {}}).encode()
 
