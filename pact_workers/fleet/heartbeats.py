@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pact_workers.fleet import keys
 from pact_workers.fleet.wire import discard
+from pact_workers.models.documents import validation_problems
 
 __all__ = ["heartbeat_worker", "live_workers"]
 
@@ -74,11 +75,8 @@ def live_workers(client: redis.Redis) -> dict[str, dict[str, Any]]:
         try:
             beat = Heartbeat.model_validate_json(raw)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(map(str, first["loc"])) or "the heartbeat"
-            log.warning(
-                "unreadable worker heartbeat %s (%s: %s); skipped", name, where, first["msg"]
-            )
+            problem = validation_problems(exc, "the heartbeat", limit=1)
+            log.warning("unreadable worker heartbeat %s (%s); skipped", name, problem)
             continue
         workers[name[prefix:]] = beat.model_dump(exclude_unset=True)
     return workers

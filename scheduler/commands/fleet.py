@@ -45,6 +45,24 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "FATAL")
 MAX_CONCURRENCY = 1024
 
 
+def role_queues(roles: str) -> list[str]:
+    """The Celery queues of ``--roles`` (comma-separated role names).
+
+    Raises:
+        InputError: none given, or a name that is no role.
+    """
+    from pact_workers.app import QUEUES
+
+    wanted = [r.strip() for r in roles.split(",") if r.strip()]
+    unknown = [r for r in wanted if r not in QUEUES]
+    if not wanted or unknown:
+        raise InputError(
+            f"--roles: unknown role(s) {', '.join(unknown) or '(none given)'}; choose from "
+            + ", ".join(QUEUES)
+        )
+    return [QUEUES[r] for r in wanted]
+
+
 def check_worker_queues(broker_url: str, roles: str) -> None:
     """Refuse to start a worker over a key by one of its queues' names that is no list
     (:mod:`pact_workers.fleet.queues`). A Redis that does not answer is Celery's to
@@ -53,13 +71,11 @@ def check_worker_queues(broker_url: str, roles: str) -> None:
     Raises:
         InputError: naming each such key, its type, and how to clear it.
     """
-    from pact_workers.app import QUEUES
     from pact_workers.fleet.queues import queues_not_lists
 
-    queues = [QUEUES[r.strip()] for r in roles.split(",") if r.strip() in QUEUES]
     client = redis_from_url(broker_url, retry_s=0.0)
     try:
-        found = queues_not_lists(client, queues)
+        found = queues_not_lists(client, role_queues(roles))
     except redis.RedisError:
         return
     finally:
@@ -83,16 +99,9 @@ def worker_argv(
     lease_ttl_s: float = 10.0,
 ) -> list[str]:
     """The ``celery worker`` arguments for ``pact worker``; sets the broker for the app."""
-    from pact_workers.app import QUEUES
     from pact_workers.tasks import heartbeat_interval_s
 
-    wanted = [r.strip() for r in roles.split(",") if r.strip()]
-    unknown = [r for r in wanted if r not in QUEUES]
-    if not wanted or unknown:
-        raise InputError(
-            f"--roles: unknown role(s) {', '.join(unknown) or '(none given)'}; choose from "
-            + ", ".join(QUEUES)
-        )
+    queues = role_queues(roles)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise InputError(
             f"--concurrency must be between 1 and {MAX_CONCURRENCY} processes, got "
@@ -113,7 +122,7 @@ def worker_argv(
     return [
         "worker",
         "--queues",
-        ",".join(QUEUES[r] for r in wanted),
+        ",".join(queues),
         "--concurrency",
         str(concurrency),
         "--pool",

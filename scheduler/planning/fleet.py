@@ -26,6 +26,7 @@ from pact_workers.errors import (
 from pact_workers.fleet import keys
 from pact_workers.fleet.connection import redis_from_url
 from pact_workers.fleet.wire import discard, is_wrong_type
+from pact_workers.models.documents import validation_problems
 from pact_workers.models.work import Usage
 from scheduler.planning.plan import PlanningError
 
@@ -141,9 +142,7 @@ def _reply(key: str, raw: bytes | str) -> PlanReply:
     try:
         return PlanReply.model_validate_json(raw)
     except ValidationError as exc:
-        problem = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'the answer'}: {e['msg']}" for e in exc.errors()[:3]
-        )
+        problem = validation_problems(exc, "the answer", limit=3)
         raise PlanningError(
             f"{key} held {raw[:80]!r}, not a planning answer ({problem}); is every worker "
             "serving the planning roles of this pact-fleet's version?"

@@ -4,7 +4,6 @@ tests/integration/test_artifact_expiry.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import fakeredis
@@ -21,13 +20,6 @@ from pact_workers.runner import INPUTS_UNAVAILABLE, execute_task
 from pact_workers.sandbox.local import LocalSandbox
 
 TTL_S = 600
-
-
-@pytest.fixture
-def fake() -> Iterator[fakeredis.FakeRedis]:
-    client = fakeredis.FakeRedis()
-    yield client
-    client.close()
 
 
 def ttl(client: fakeredis.FakeRedis, digest: str) -> int:

@@ -26,13 +26,6 @@ from pact_workers.models.work import Phase, TaskMessage
 DIGEST = "sha256:" + "ab" * 32
 
 
-@pytest.fixture
-def fake() -> Iterator[fakeredis.FakeRedis]:
-    client = fakeredis.FakeRedis()
-    yield client
-    client.close()
-
-
 def test_key_builders_put_every_key_under_the_pact_prefix() -> None:
     assert keys.artifact(DIGEST) == f"pact:artifact:{DIGEST}"
     assert keys.RESULTS_STREAM == "pact:results"

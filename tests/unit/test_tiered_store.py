@@ -5,7 +5,6 @@ over a mended copy is in tests/integration/test_artifact_repair.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import fakeredis
@@ -16,13 +15,6 @@ from pact_workers.errors import CorruptArtifact
 from pact_workers.fleet import keys
 from pact_workers.fleet.blobs import RedisBlobStore
 from pact_workers.fleet.tiered import TieredBlobStore
-
-
-@pytest.fixture
-def fake() -> Iterator[fakeredis.FakeRedis]:
-    client = fakeredis.FakeRedis()
-    yield client
-    client.close()
 
 
 def flip_first_byte(root: Path, digest: str) -> Path:

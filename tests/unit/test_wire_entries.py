@@ -6,7 +6,6 @@ and a key of the wrong type is deleted, never read for ever. fakeredis: no Lua h
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import fakeredis
@@ -16,13 +15,6 @@ from pact_workers.fleet import keys
 from pact_workers.fleet.results import ResultStream
 from scheduler.gates.fleet import take_review_requests
 from scheduler.registry import SubmissionQueue
-
-
-@pytest.fixture
-def fake() -> Iterator[fakeredis.FakeRedis]:
-    client = fakeredis.FakeRedis()
-    yield client
-    client.close()
 
 
 def submission(example: Path, **fields: object) -> dict[str, str]:

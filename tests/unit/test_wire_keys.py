@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 
 import fakeredis
 import pytest
@@ -16,13 +15,6 @@ import pytest
 from pact_workers.fleet import keys
 
 ACTION = "sha256:" + "a" * 64
-
-
-@pytest.fixture
-def fake() -> Iterator[fakeredis.FakeRedis]:
-    client = fakeredis.FakeRedis()
-    yield client
-    client.close()
 
 
 def test_an_action_cache_entry_of_the_wrong_type_is_a_miss_logged_once_and_deleted(
